@@ -1,0 +1,1 @@
+"""gpulab graders: static manifest rules, live outcome checks, evidence bundles and reports."""

@@ -1,0 +1,1 @@
+"""gpulab labs: the lab runtime, lab definitions and the ``gpulab`` command line."""

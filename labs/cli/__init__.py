@@ -1,0 +1,1 @@
+"""The ``gpulab`` command line. Each ``cmd_*`` module registers its own commands."""
