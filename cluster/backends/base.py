@@ -1,0 +1,78 @@
+"""The one backend protocol (shaped like kind's providers) and the value types it returns."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import platformdirs
+
+from cluster import fleet as fleet_mod, progress as progress_mod
+
+
+def state_root() -> Path:
+    """Where clusters keep their state: ``$GPULAB_STATE_DIR`` or the XDG state dir."""
+    override = os.environ.get("GPULAB_STATE_DIR")
+    return Path(override) if override else Path(platformdirs.user_state_dir("gpulab"))
+
+
+@dataclass(frozen=True)
+class ComponentStatus:
+    name: str
+    running: bool
+    pid: int | None = None
+    healthy: bool | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    name: str
+    ready: bool
+    capacity: dict[str, str]
+    allocatable: dict[str, str]
+    taints: list[str]
+    labels: dict[str, str]
+    heartbeat: bool = True
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    backend: str
+    exists: bool
+    api_server: str | None
+    kubeconfig: str | None
+    components: list[ComponentStatus] = field(default_factory=list)
+    nodes: list[NodeStatus] = field(default_factory=list)
+    fleet: str | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return self.exists and not self.problems and all(c.running for c in self.components)
+
+    def to_json(self) -> str:
+        data: dict[str, Any] = asdict(self)
+        data["healthy"] = self.healthy
+        return json.dumps(data, indent=2, sort_keys=True)
+
+
+class Backend(Protocol):
+    name: str
+
+    def up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, *, retain: bool = False) -> ClusterStatus:
+        """Create or repair the cluster; a no-op when it is already up."""
+        ...
+
+    def down(self, *, purge: bool = False) -> None: ...
+
+    def status(self) -> ClusterStatus: ...
+
+    def kubeconfig(self) -> Path: ...
+
+    def tenant_kubeconfig(self, namespace: str) -> Path: ...
+
+    def collect_logs(self, dest: Path) -> list[Path]: ...

@@ -1,0 +1,285 @@
+"""The ``local`` backend: a real control plane as local processes on 127.0.0.1, with simulated nodes.
+
+etcd, kube-apiserver, kube-controller-manager and kube-scheduler run from the pinned binaries with a generated
+PKI, RBAC and the default admission plugins (ResourceQuota included); the node and pod agents play the kubelets.
+Bring-up is an ordered list of small steps; every step is idempotent, so ``up`` on a running cluster is a no-op
+and ``up`` after a crash restarts only what died, with etcd's data (every object) intact.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from cluster import binaries, errors, fleet as fleet_mod, ops, pki as pki_mod, progress as progress_mod, versions
+from cluster.backends.base import ClusterStatus, ComponentStatus, state_root
+from cluster.kube import kubeconfig
+from cluster.kube.client import Client
+from cluster.supervisor import ProcessSpec, Supervisor, free_port
+
+log = logging.getLogger(__name__)
+
+CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+AGENTS = ("node-agent", "pod-agent")
+NODE_MONITOR_GRACE = "20s"
+LEASE_SECONDS = 20
+RENEW_EVERY = 5.0
+
+
+class LocalBackend:
+    name = "local"
+
+    def __init__(self, cluster_name: str = "gpulab", root: Path | None = None) -> None:
+        self.cluster_name = cluster_name
+        self.dir = (root or state_root()) / cluster_name
+        self.sup = Supervisor(self.dir)
+        self.extra_agents: list[ProcessSpec] = []
+
+    # --- state -------------------------------------------------------------------------------------------
+
+    @property
+    def _state_file(self) -> Path:
+        return self.dir / "state.json"
+
+    def _state(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self._state_file.read_text())
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def _save(self, data: dict[str, Any]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self._state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+        tmp.replace(self._state_file)
+
+    def exists(self) -> bool:
+        return self._state_file.exists()
+
+    def kubeconfig(self) -> Path:
+        return self.dir / "admin.kubeconfig"
+
+    def _kc(self, who: str) -> Path:
+        return self.dir / "kubeconfigs" / f"{who}.kubeconfig"
+
+    def server(self) -> str:
+        port = self._state().get("ports", {}).get("apiserver")
+        if not port:
+            raise errors.ClusterError("no local cluster has been created yet", hint="gpulab up")
+        return f"https://127.0.0.1:{port}"
+
+    # --- bring-up steps ----------------------------------------------------------------------------------
+
+    def _step_ports(self, state: dict[str, Any]) -> dict[str, int]:
+        """Keep each saved port unless its component is down and something else took it."""
+        old: dict[str, int] = state.get("ports", {})
+        owner = {"etcd": "etcd", "etcd-peer": "etcd", "apiserver": "kube-apiserver",
+                 "controller-manager": "kube-controller-manager", "scheduler": "kube-scheduler"}
+        ports: dict[str, int] = {}
+        for key, component in owner.items():
+            if old.get(key) and self.sup.pid(component):
+                ports[key] = old[key]
+            else:
+                port = free_port(old.get(key))
+                while port in ports.values():
+                    port = free_port()
+                ports[key] = port
+        return ports
+
+    def _step_kubeconfigs(self, pki: pki_mod.Pki, server: str) -> None:
+        kubeconfig.write(self.kubeconfig(), server=server, ca_file=pki.ca_cert, user="gpulab-admin",
+                         cert_file=pki.client_cert("admin"), key_file=pki.client_key("admin"),
+                         cluster_name=self.cluster_name)
+        for who in ("controller-manager", "scheduler", "agent"):
+            kubeconfig.write(self._kc(who), server=server, ca_file=pki.ca_cert, user=who,
+                             cert_file=pki.client_cert(who), key_file=pki.client_key(who),
+                             cluster_name=self.cluster_name)
+
+    def _specs(self, bins: binaries.Binaries, pki: pki_mod.Pki, ports: dict[str, int]) -> dict[str, ProcessSpec]:
+        d = self.dir
+        etcd_url = f"http://127.0.0.1:{ports['etcd']}"
+        peer_url = f"http://127.0.0.1:{ports['etcd-peer']}"
+        allow = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"
+        return {
+            "etcd": ProcessSpec("etcd", (
+                str(bins.path("etcd")), "--name=gpulab", f"--data-dir={d / 'etcd'}",
+                f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=gpulab={peer_url}", "--quota-backend-bytes=4294967296",
+                "--auto-compaction-retention=1", "--unsafe-no-fsync", "--log-level=warn",
+            )),
+            "kube-apiserver": ProcessSpec("kube-apiserver", (
+                str(bins.path("kube-apiserver")), "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+                f"--secure-port={ports['apiserver']}", f"--etcd-servers={etcd_url}",
+                "--endpoint-reconciler-type=none", "--service-cluster-ip-range=10.96.0.0/16",
+                f"--tls-cert-file={pki.serving_cert}", f"--tls-private-key-file={pki.serving_key}",
+                f"--client-ca-file={pki.ca_cert}", f"--service-account-key-file={pki.sa_pub}",
+                f"--service-account-signing-key-file={pki.sa_key}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--kubelet-client-certificate={pki.client_cert('apiserver-kubelet-client')}",
+                f"--kubelet-client-key={pki.client_key('apiserver-kubelet-client')}",
+                "--authorization-mode=Node,RBAC", "--allow-privileged=true", "--profiling=false",
+                "--enable-admission-plugins=NodeRestriction", "--event-ttl=2h", "--v=1",
+            )),
+            "kube-controller-manager": ProcessSpec("kube-controller-manager", (
+                str(bins.path("kube-controller-manager")), f"--kubeconfig={self._kc('controller-manager')}",
+                f"--authentication-kubeconfig={self._kc('controller-manager')}",
+                f"--authorization-kubeconfig={self._kc('controller-manager')}",
+                "--bind-address=127.0.0.1", f"--secure-port={ports['controller-manager']}", "--leader-elect=false",
+                f"--root-ca-file={pki.ca_cert}", f"--service-account-private-key-file={pki.sa_key}",
+                f"--cluster-signing-cert-file={pki.ca_cert}", f"--cluster-signing-key-file={pki.ca_key}",
+                "--use-service-account-credentials=true", "--node-monitor-period=2s",
+                f"--node-monitor-grace-period={NODE_MONITOR_GRACE}", "--profiling=false", allow, "--v=1",
+            )),
+            "kube-scheduler": ProcessSpec("kube-scheduler", (
+                str(bins.path("kube-scheduler")), f"--kubeconfig={self._kc('scheduler')}",
+                f"--authentication-kubeconfig={self._kc('scheduler')}",
+                f"--authorization-kubeconfig={self._kc('scheduler')}",
+                "--bind-address=127.0.0.1", f"--secure-port={ports['scheduler']}", "--leader-elect=false",
+                "--profiling=false", allow, "--v=1",
+            )),
+            "node-agent": ProcessSpec("node-agent", (
+                sys.executable, "-m", "cluster.sim.node_agent", f"--kubeconfig={self._kc('agent')}",
+                f"--fleet={d / 'fleet.yaml'}", f"--lease-seconds={LEASE_SECONDS}", f"--renew-every={RENEW_EVERY}",
+            )),
+            "pod-agent": ProcessSpec("pod-agent", (
+                sys.executable, "-m", "cluster.sim.pod_agent", f"--kubeconfig={self._kc('agent')}",
+            )),
+            **{spec.name: spec for spec in self.extra_agents},
+        }
+
+    def _wait_http(self, name: str, url: str, timeout: float, client_cert: tuple[str, str] | None = None,
+                   ca: str | None = None) -> None:
+        deadline = time.monotonic() + timeout
+        last = ""
+        with httpx.Client(verify=ca or False, cert=client_cert, timeout=2.0) as http:
+            while time.monotonic() < deadline:
+                if not self.sup.pid(name):
+                    raise errors.ClusterError(
+                        f"{name} exited during start-up:\n{self.sup.log_tail(name)}",
+                        hint=f"see {self.sup.log_dir / (name + '.log')}; a port clash or a corrupt state dir "
+                        "are the usual causes (`gpulab down --purge` starts afresh)",
+                    )
+                try:
+                    resp = http.get(url)
+                    if resp.status_code == 200:
+                        return
+                    last = f"HTTP {resp.status_code}: {resp.text[:200]}"
+                except httpx.HTTPError as exc:
+                    last = str(exc)
+                time.sleep(0.05)
+        raise errors.ClusterError(f"{name} did not become healthy within {timeout:.0f} s ({last})",
+                                  hint=f"see {self.sup.log_dir / (name + '.log')}")
+
+    def up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, *, retain: bool = False,
+           fleet_source: str | None = None) -> ClusterStatus:
+        fresh = not self.exists()
+        try:
+            return self._up(fl, prog, fleet_source)
+        except BaseException:
+            if fresh and not retain:
+                log.warning("bring-up failed; removing the half-built cluster (use --retain to keep it)")
+                self.down(purge=True)
+            raise
+
+    def _up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, fleet_source: str | None) -> ClusterStatus:
+        state = self._state()
+        fl = self._step_fleet(state, fl, fleet_source)
+        bins = binaries.ensure(prog)
+        pki = pki_mod.ensure(self.dir / "pki")
+        ports = self._step_ports(state)
+        server = f"https://127.0.0.1:{ports['apiserver']}"
+        self._step_kubeconfigs(pki, server)
+        state.update(backend="local", ports=ports, fleet=state.get("fleet") or fl.name,
+                     kubernetes=versions.KUBERNETES_VERSION)
+        self._save(state)
+        specs = self._specs(bins, pki, ports)
+        admin = (str(pki.client_cert("admin")), str(pki.client_key("admin")))
+        prog.start("starting the control plane", len(specs))
+        self.sup.start(specs["etcd"])
+        self._wait_http("etcd", f"http://127.0.0.1:{ports['etcd']}/health", 30)
+        prog.advance(detail="etcd")
+        self.sup.start(specs["kube-apiserver"])
+        self._wait_http("kube-apiserver", f"{server}/readyz", 90, admin, str(pki.ca_cert))
+        prog.advance(detail="kube-apiserver")
+        for name in specs:
+            if name not in ("etcd", "kube-apiserver"):
+                self.sup.start(specs[name])
+                prog.advance(detail=name)
+        prog.finish()
+        with Client.from_kubeconfig(self.kubeconfig()) as client:
+            ops.ensure_tenant_rbac(client)
+            prog.start(f"waiting for {fl.node_count} nodes to be Ready")
+            ops.wait_nodes_ready(client, set(fl.node_names()), timeout=max(60.0, fl.node_count * 0.3))
+            prog.finish()
+        return self.status()
+
+    def _step_fleet(self, state: dict[str, Any], fl: fleet_mod.Fleet | None, source: str | None) -> fleet_mod.Fleet:
+        saved = self.dir / "fleet.yaml"
+        if saved.exists():
+            current = fleet_mod.load(str(saved))
+            if fl is not None and fl.name != current.name:
+                raise errors.ClusterError(
+                    f"the local cluster already runs fleet {current.name!r}, not {fl.name!r}",
+                    hint="gpulab down --purge, then gpulab up --fleet " + (source or fl.name),
+                )
+            return current
+        fl = fl or fleet_mod.load("starter")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        saved.write_text(fleet_mod.dump(fl))
+        return fl
+
+    # --- status, down, logs, tenants --------------------------------------------------------------------
+
+    def components(self) -> list[ComponentStatus]:
+        out = []
+        for name in (*CONTROL_PLANE, *AGENTS, *(s.name for s in self.extra_agents)):
+            st = self.sup.state(name)
+            out.append(ComponentStatus(name, st.running, st.pid, None if not st.running else True,
+                                       "" if st.running else "not running"))
+        return out
+
+    def status(self) -> ClusterStatus:
+        if not self.exists():
+            return ClusterStatus("local", False, None, None, problems=["no local cluster (run `gpulab up`)"])
+        state = self._state()
+        comps = self.components()
+        problems = [f"{c.name} is not running" for c in comps if not c.running]
+        nodes = []
+        if any(c.name == "kube-apiserver" and c.running for c in comps):
+            try:
+                with Client.from_kubeconfig(self.kubeconfig(), timeout=5) as client:
+                    nodes = ops.list_nodes(client)
+            except errors.CourseError as exc:
+                problems.append(f"API server not answering: {exc.message}")
+        problems += [f"node {n.name} is NotReady" for n in nodes if not n.ready]
+        return ClusterStatus("local", True, self.server(), str(self.kubeconfig()), comps, nodes,
+                             state.get("fleet"), problems)
+
+    def down(self, *, purge: bool = False) -> None:
+        order = [s.name for s in self.extra_agents] + list(reversed(AGENTS)) + list(reversed(CONTROL_PLANE))
+        self.sup.stop_all(order)
+        if purge and self.dir.exists():
+            shutil.rmtree(self.dir)
+
+    def tenant_kubeconfig(self, namespace: str) -> Path:
+        pki = pki_mod.Pki(self.dir / "pki")
+        dest = self.dir / "tenants" / f"{namespace}.kubeconfig"
+        with Client.from_kubeconfig(self.kubeconfig()) as client:
+            return ops.tenant_kubeconfig(client, namespace, dest, server=self.server(), ca_file=pki.ca_cert)
+
+    def collect_logs(self, dest: Path) -> list[Path]:
+        dest.mkdir(parents=True, exist_ok=True)
+        out = []
+        for f in sorted(self.sup.log_dir.glob("*.log")):
+            shutil.copy2(f, dest / f.name)
+            out.append(dest / f.name)
+        return out

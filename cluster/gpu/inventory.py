@@ -1,0 +1,475 @@
+"""What one host's GPUs are: frozen value types shared by the NVML probe and the simulated GPU stack.
+
+A ``NodeInventory`` is what NVML would report on a host: each GPU's model, UUID, MIG mode and MIG devices,
+health, compute mode and running processes. The probe builds one from real NVML answers; fleet specs build one
+with ``simulated_inventory``; both feed the same ``advertise`` function. This module is plain data: it must not
+talk to NVML or to a cluster.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NotRequired, TypedDict
+
+from cluster import errors
+from cluster.gpu import catalog
+
+MPS_SERVER_NAME = "nvidia-cuda-mps-server"
+COMPUTE_MODES = ("Default", "Exclusive_Thread", "Prohibited", "Exclusive_Process")
+
+# One namespace for every simulated UUID, so a simulated node and "what NVML would report" agree.
+_UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_DNS, "gpulab.simulated-gpus")
+_PROFILE_RE = re.compile(r"^(?:(?P<c>\d+)c\.)?(?P<g>\d+)g\.(?P<gb>\d+)gb(?P<attrs>[+-].*)?$")
+
+
+@dataclass(frozen=True)
+class Engines:
+    """The media and copy engines a MIG device gets (NVML device attributes ``shared*Count``)."""
+
+    copy: int = 0
+    decoder: int = 0
+    encoder: int = 0
+    jpeg: int = 0
+    ofa: int = 0
+
+
+@dataclass(frozen=True)
+class MigDevice:
+    """One MIG device (a compute instance inside a GPU instance) as NVML describes it."""
+
+    profile: str  # go-nvlib form: "1g.10gb", "1g.10gb+me", "1c.3g.40gb"
+    uuid: str
+    gi_id: int
+    ci_id: int
+    placement_start: int  # memory-slice units
+    placement_size: int
+    memory_mib: int
+    multiprocessors: int
+    engines: Engines = field(default_factory=Engines)
+
+    @property
+    def gi_slices(self) -> int:
+        return _profile_numbers(self.profile)[1]
+
+    @property
+    def ci_slices(self) -> int:
+        return _profile_numbers(self.profile)[0]
+
+    @property
+    def resource_suffix(self) -> str:
+        """The profile as a resource name suffix: ``+`` becomes ``.`` (``nvidia.com/mig-1g.10gb.me``)."""
+        return self.profile.replace("+", ".")
+
+
+@dataclass(frozen=True)
+class Process:
+    """A running compute process on a GPU (``nvmlDeviceGetComputeRunningProcesses``)."""
+
+    pid: int
+    name: str = ""
+    used_memory_mib: int | None = None
+    gi_id: int | None = None
+    ci_id: int | None = None
+
+    @property
+    def is_mps_server(self) -> bool:
+        return self.name.rsplit("/", 1)[-1] == MPS_SERVER_NAME
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One physical GPU."""
+
+    index: int
+    uuid: str
+    model: catalog.GpuModel
+    mig_capable: bool
+    mig_enabled: bool
+    mig_pending: bool  # the pending MIG mode (applies after a GPU reset); equals mig_enabled when nothing waits
+    mig_devices: tuple[MigDevice, ...] = ()
+    healthy: bool = True
+    compute_mode: str = "Default"
+    processes: tuple[Process, ...] = ()
+
+    @property
+    def mps_server_running(self) -> bool:
+        return any(p.is_mps_server for p in self.processes)
+
+
+@dataclass(frozen=True)
+class NodeInventory:
+    """Every GPU of one host plus the driver facts GFD labels come from."""
+
+    hostname: str
+    gpus: tuple[GpuInfo, ...]
+    driver_version: str
+    cuda_driver_version: tuple[int, int]
+
+    def to_json(self) -> InventoryJson:
+        return {
+            "hostname": self.hostname,
+            "driverVersion": self.driver_version,
+            "cudaDriverVersion": f"{self.cuda_driver_version[0]}.{self.cuda_driver_version[1]}",
+            "gpus": [_gpu_to_json(g) for g in self.gpus],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, source: str = "inventory") -> NodeInventory:
+        """Rebuild an inventory from ``to_json`` output; every problem is reported at once."""
+        problems: list[str] = []
+        inv = _inventory_from_json(data, problems)
+        if problems or inv is None:
+            raise errors.ConfigError(source, problems or ["not an inventory object"])
+        return inv
+
+
+# --- JSON payloads ---------------------------------------------------------------------------------------
+
+
+class MigProfileJson(TypedDict):
+    name: str
+    profileId: int
+    computeSlices: int
+    memorySlices: int
+    maxCount: int
+    starts: list[int]
+    memoryMiB: int
+    multiprocessors: int
+
+
+class ModelJson(TypedDict):
+    key: str
+    nvmlName: str
+    pciDeviceId: str
+    memoryMiB: int
+    computeCapability: str
+    multiprocessors: int
+    architecture: str
+    brand: str
+    migMemorySlices: int
+    migProfiles: list[MigProfileJson]
+
+
+class MigDeviceJson(TypedDict):
+    profile: str
+    uuid: str
+    giId: int
+    ciId: int
+    placement: dict[str, int]
+    memoryMiB: int
+    multiprocessors: int
+    engines: dict[str, int]
+
+
+class ProcessJson(TypedDict):
+    pid: int
+    name: str
+    usedMemoryMiB: int | None
+    giId: int | None
+    ciId: int | None
+
+
+class GpuJson(TypedDict):
+    index: int
+    uuid: str
+    model: ModelJson
+    migCapable: bool
+    migEnabled: bool
+    migPending: bool
+    migDevices: list[MigDeviceJson]
+    healthy: bool
+    computeMode: str
+    processes: list[ProcessJson]
+
+
+class InventoryJson(TypedDict):
+    hostname: str
+    driverVersion: str
+    cudaDriverVersion: str
+    gpus: list[GpuJson]
+    extra: NotRequired[dict[str, Any]]
+
+
+def model_to_json(m: catalog.GpuModel) -> ModelJson:
+    return {
+        "key": m.key,
+        "nvmlName": m.nvml_name,
+        "pciDeviceId": f"0x{m.pci_device_id:04X}",
+        "memoryMiB": m.memory_mib,
+        "computeCapability": f"{m.compute_capability[0]}.{m.compute_capability[1]}",
+        "multiprocessors": m.multiprocessors,
+        "architecture": m.architecture,
+        "brand": m.brand,
+        "migMemorySlices": m.mig_memory_slices,
+        "migProfiles": [
+            {
+                "name": p.name,
+                "profileId": p.profile_id,
+                "computeSlices": p.compute_slices,
+                "memorySlices": p.memory_slices,
+                "maxCount": p.max_count,
+                "starts": list(p.starts),
+                "memoryMiB": p.memory_mib,
+                "multiprocessors": p.multiprocessors,
+            }
+            for p in m.mig_profiles
+        ],
+    }
+
+
+def model_from_json(d: Mapping[str, Any]) -> catalog.GpuModel:
+    """Raises KeyError/ValueError/TypeError on malformed input; callers turn that into a problem line."""
+    major, minor = (int(x) for x in str(d["computeCapability"]).split("."))
+    profiles = tuple(
+        catalog.MigProfile(
+            name=str(p["name"]),
+            profile_id=int(p["profileId"]),
+            compute_slices=int(p["computeSlices"]),
+            memory_slices=int(p["memorySlices"]),
+            max_count=int(p["maxCount"]),
+            starts=tuple(int(s) for s in p["starts"]),
+            memory_mib=int(p["memoryMiB"]),
+            multiprocessors=int(p["multiprocessors"]),
+        )
+        for p in d.get("migProfiles", [])
+    )
+    model = catalog.GpuModel(
+        key=str(d["key"]),
+        nvml_name=str(d["nvmlName"]),
+        pci_device_id=int(str(d["pciDeviceId"]), 0),
+        memory_mib=int(d["memoryMiB"]),
+        compute_capability=(major, minor),
+        multiprocessors=int(d["multiprocessors"]),
+        architecture=str(d["architecture"]),
+        brand=str(d["brand"]),
+        mig_memory_slices=int(d.get("migMemorySlices", 0)),
+        mig_profiles=profiles,
+    )
+    known = catalog.MODELS.get(model.key)
+    # A catalog model carries its aliases; keep identity with the catalog when nothing else differs.
+    if known is not None and _same_model(known, model):
+        return known
+    return model
+
+
+def _same_model(a: catalog.GpuModel, b: catalog.GpuModel) -> bool:
+    return model_to_json(a) == model_to_json(b)
+
+
+def _gpu_to_json(g: GpuInfo) -> GpuJson:
+    return {
+        "index": g.index,
+        "uuid": g.uuid,
+        "model": model_to_json(g.model),
+        "migCapable": g.mig_capable,
+        "migEnabled": g.mig_enabled,
+        "migPending": g.mig_pending,
+        "migDevices": [
+            {
+                "profile": m.profile,
+                "uuid": m.uuid,
+                "giId": m.gi_id,
+                "ciId": m.ci_id,
+                "placement": {"start": m.placement_start, "size": m.placement_size},
+                "memoryMiB": m.memory_mib,
+                "multiprocessors": m.multiprocessors,
+                "engines": {
+                    "copy": m.engines.copy,
+                    "decoder": m.engines.decoder,
+                    "encoder": m.engines.encoder,
+                    "jpeg": m.engines.jpeg,
+                    "ofa": m.engines.ofa,
+                },
+            }
+            for m in g.mig_devices
+        ],
+        "healthy": g.healthy,
+        "computeMode": g.compute_mode,
+        "processes": [
+            {"pid": p.pid, "name": p.name, "usedMemoryMiB": p.used_memory_mib, "giId": p.gi_id, "ciId": p.ci_id}
+            for p in g.processes
+        ],
+    }
+
+
+def _inventory_from_json(data: Mapping[str, Any], problems: list[str]) -> NodeInventory | None:
+    if not isinstance(data, Mapping):
+        return None
+    for key in ("hostname", "driverVersion", "cudaDriverVersion", "gpus"):
+        if key not in data:
+            problems.append(f"{key}: required field is missing")
+    if problems:
+        return None
+    cuda = str(data["cudaDriverVersion"]).split(".")
+    if len(cuda) != 2 or not all(c.isdigit() for c in cuda):
+        problems.append(f"cudaDriverVersion: want MAJOR.MINOR, got {data['cudaDriverVersion']!r}")
+        return None
+    gpus: list[GpuInfo] = []
+    for i, raw in enumerate(data["gpus"] if isinstance(data["gpus"], list) else []):
+        try:
+            gpus.append(_gpu_from_json(raw))
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+            problems.append(f"gpus[{i}]: {type(exc).__name__}: {exc}")
+    if not isinstance(data["gpus"], list):
+        problems.append("gpus: must be a list")
+    return NodeInventory(
+        hostname=str(data["hostname"]),
+        gpus=tuple(gpus),
+        driver_version=str(data["driverVersion"]),
+        cuda_driver_version=(int(cuda[0]), int(cuda[1])),
+    )
+
+
+def _gpu_from_json(d: Mapping[str, Any]) -> GpuInfo:
+    migs = tuple(
+        MigDevice(
+            profile=str(m["profile"]),
+            uuid=str(m["uuid"]),
+            gi_id=int(m["giId"]),
+            ci_id=int(m["ciId"]),
+            placement_start=int(m["placement"]["start"]),
+            placement_size=int(m["placement"]["size"]),
+            memory_mib=int(m["memoryMiB"]),
+            multiprocessors=int(m["multiprocessors"]),
+            engines=Engines(**{k: int(v) for k, v in m.get("engines", {}).items()}),
+        )
+        for m in d.get("migDevices", [])
+    )
+    procs = tuple(
+        Process(
+            pid=int(p["pid"]),
+            name=str(p.get("name", "")),
+            used_memory_mib=p.get("usedMemoryMiB"),
+            gi_id=p.get("giId"),
+            ci_id=p.get("ciId"),
+        )
+        for p in d.get("processes", [])
+    )
+    mode = str(d.get("computeMode", "Default"))
+    if mode not in COMPUTE_MODES:
+        raise ValueError(f"computeMode {mode!r} is not one of {', '.join(COMPUTE_MODES)}")
+    return GpuInfo(
+        index=int(d["index"]),
+        uuid=str(d["uuid"]),
+        model=model_from_json(d["model"]),
+        mig_capable=bool(d["migCapable"]),
+        mig_enabled=bool(d["migEnabled"]),
+        mig_pending=bool(d.get("migPending", d["migEnabled"])),
+        mig_devices=migs,
+        healthy=bool(d.get("healthy", True)),
+        compute_mode=mode,
+        processes=procs,
+    )
+
+
+# --- profiles, engines and simulated GPUs -----------------------------------------------------------------
+
+
+def _profile_numbers(profile: str) -> tuple[int, int, int]:
+    """(C, G, GB) of a go-nvlib profile string; C defaults to G."""
+    m = _PROFILE_RE.match(profile)
+    if m is None:
+        raise ValueError(f"not a MIG profile: {profile!r}")
+    g = int(m["g"])
+    c = int(m["c"]) if m["c"] else g
+    return c, g, int(m["gb"])
+
+
+def profile_engines(model: catalog.GpuModel, profile: catalog.MigProfile) -> Engines:
+    """Engine counts of a GPU-instance profile.
+
+    Hopper values are what ``nvmlDeviceGetGpuInstanceProfileInfo`` answered on a real H100 (see the recorded
+    probe in tests/fixtures/nvml/h100-real-probe.json). Ampere values follow NVIDIA's MIG user guide
+    ``nvidia-smi mig -lgip`` tables and are unconfirmed on hardware here.
+    """
+    me = profile.is_media_extension
+    g = profile.compute_slices
+    if model.architecture == "Hopper":
+        full = g == 7
+        return Engines(copy=8 if full else g, decoder=7 if full else g, encoder=0,
+                       jpeg=7 if full else g, ofa=1 if (full or me) else 0)
+    if model.mig_memory_slices == 4:  # A30
+        return Engines(copy=g, decoder=g, encoder=0, jpeg=1 if (me or g == 4) else 0, ofa=1 if (me or g == 4) else 0)
+    decoders = {1: 1 if profile.memory_slices > 1 or me else 0, 2: 1, 3: 2, 4: 2, 7: 5}[g]
+    full = g == 7
+    return Engines(copy=g, decoder=decoders, encoder=0, jpeg=1 if (me or full) else 0, ofa=1 if (me or full) else 0)
+
+
+def gpu_uuid(hostname: str, index: int) -> str:
+    return f"GPU-{uuid.uuid5(_UUID_NAMESPACE, f'{hostname}/gpu/{index}')}"
+
+
+def mig_uuid(hostname: str, index: int, gi_id: int, ci_id: int) -> str:
+    return f"MIG-{uuid.uuid5(_UUID_NAMESPACE, f'{hostname}/gpu/{index}/gi/{gi_id}/ci/{ci_id}')}"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One GPU instance placed on a GPU: its profile and the memory slices it occupies."""
+
+    profile: str
+    start: int
+    size: int
+
+
+def mig_devices_for_layout(
+    hostname: str, gpu_index: int, model: catalog.GpuModel, placements: Sequence[Placement]
+) -> tuple[MigDevice, ...]:
+    """MIG devices a GPU shows after creating ``placements`` in order (one full-size CI per GI).
+
+    GI ids are handed out 1, 2, ... in creation order; that is how a simulated GPU numbers them, not a claim
+    about the driver's numbering.
+    """
+    devices: list[MigDevice] = []
+    for gi_id, p in enumerate(placements, start=1):
+        profile = model.profile(p.profile)
+        if profile is None:
+            raise ValueError(f"{model.nvml_name} has no MIG profile {p.profile!r}")
+        devices.append(
+            MigDevice(
+                profile=profile.name,
+                uuid=mig_uuid(hostname, gpu_index, gi_id, 0),
+                gi_id=gi_id,
+                ci_id=0,
+                placement_start=p.start,
+                placement_size=p.size,
+                memory_mib=profile.memory_mib,
+                multiprocessors=profile.multiprocessors,
+                engines=profile_engines(model, profile),
+            )
+        )
+    return tuple(devices)
+
+
+def simulated_inventory(
+    hostname: str,
+    model: catalog.GpuModel,
+    count: int,
+    *,
+    driver_version: str = "580.95.05",
+    cuda: tuple[int, int] = (13, 0),
+    layouts: Mapping[int, Sequence[Placement]] | None = None,
+) -> NodeInventory:
+    """A host with ``count`` GPUs of ``model``, MIG disabled unless ``layouts`` gives a GPU its placements.
+
+    UUIDs are stable: the same hostname and index always give the same UUID.
+    """
+    gpus = []
+    for i in range(count):
+        placements = (layouts or {}).get(i)
+        enabled = placements is not None and model.mig_capable
+        gpus.append(
+            GpuInfo(
+                index=i,
+                uuid=gpu_uuid(hostname, i),
+                model=model,
+                mig_capable=model.mig_capable,
+                mig_enabled=enabled,
+                mig_pending=enabled,
+                mig_devices=mig_devices_for_layout(hostname, i, model, placements) if enabled and placements else (),
+            )
+        )
+    return NodeInventory(hostname=hostname, gpus=tuple(gpus), driver_version=driver_version, cuda_driver_version=cuda)

@@ -1,0 +1,130 @@
+"""Read and write kubeconfig files; turn one context into connection settings for our client."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from cluster import errors
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Everything needed to reach one API server as one identity."""
+
+    server: str
+    ca_file: str | None
+    cert_file: str | None = None
+    key_file: str | None = None
+    token: str | None = None
+    namespace: str = "default"
+    insecure: bool = False
+
+
+def _b64(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def write(
+    path: Path,
+    *,
+    server: str,
+    ca_file: Path,
+    user: str,
+    cert_file: Path | None = None,
+    key_file: Path | None = None,
+    token: str | None = None,
+    cluster_name: str = "gpulab",
+    namespace: str | None = None,
+) -> Path:
+    """Write a self-contained kubeconfig (certificates embedded) readable only by the owner."""
+    user_entry: dict[str, Any] = {}
+    if cert_file and key_file:
+        user_entry = {"client-certificate-data": _b64(cert_file), "client-key-data": _b64(key_file)}
+    if token:
+        user_entry = {"token": token}
+    context: dict[str, Any] = {"cluster": cluster_name, "user": user}
+    if namespace:
+        context["namespace"] = namespace
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": cluster_name, "cluster": {"server": server, "certificate-authority-data": _b64(ca_file)}}],
+        "users": [{"name": user, "user": user_entry}],
+        "contexts": [{"name": f"{user}@{cluster_name}", "context": context}],
+        "current-context": f"{user}@{cluster_name}",
+        "preferences": {},
+    }
+    yaml = YAML(typ="safe")
+    yaml.default_flow_style = False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        yaml.dump(doc, f)
+    os.replace(tmp, path)
+    return path
+
+
+def _materialise(data_b64: str, suffix: str) -> str:
+    """Write embedded PEM data to a private cache file (content-addressed, so repeated loads reuse it)."""
+    raw = base64.b64decode(data_b64)
+    directory = Path(tempfile.gettempdir()) / f"gpulab-{os.getuid()}-certs"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    path = directory / (hashlib.sha256(raw).hexdigest()[:24] + suffix)
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+    return str(path)
+
+
+def _named(items: Any, name: str, kind: str, source: Path) -> dict[str, Any]:
+    for item in items or []:
+        if isinstance(item, dict) and item.get("name") == name:
+            value = item.get(kind)
+            return value if isinstance(value, dict) else {}
+    raise errors.ConfigError(str(source), [f"{kind}s: no {kind} named {name!r}"])
+
+
+def load(path: Path, context: str | None = None) -> Connection:
+    """Read one context of a kubeconfig into a ``Connection``."""
+    try:
+        doc = YAML(typ="safe").load(path.read_text())
+    except OSError as exc:
+        raise errors.ClusterError(f"cannot read kubeconfig {path}: {exc}", hint="gpulab up") from exc
+    except Exception as exc:  # ruamel raises many types for malformed YAML
+        raise errors.ConfigError(str(path), [f"not valid YAML: {exc}"]) from exc
+    if not isinstance(doc, dict):
+        raise errors.ConfigError(str(path), ["a kubeconfig must be a mapping"])
+    ctx_name = context or doc.get("current-context")
+    if not ctx_name:
+        raise errors.ConfigError(str(path), ["current-context: not set and no --context given"])
+    ctx = _named(doc.get("contexts"), ctx_name, "context", path)
+    cl = _named(doc.get("clusters"), str(ctx.get("cluster")), "cluster", path)
+    user = _named(doc.get("users"), str(ctx.get("user")), "user", path)
+    ca = cl.get("certificate-authority")
+    if cl.get("certificate-authority-data"):
+        ca = _materialise(cl["certificate-authority-data"], ".ca.pem")
+    cert = user.get("client-certificate")
+    key = user.get("client-key")
+    if user.get("client-certificate-data"):
+        cert = _materialise(user["client-certificate-data"], ".crt.pem")
+    if user.get("client-key-data"):
+        key = _materialise(user["client-key-data"], ".key.pem")
+    return Connection(
+        server=str(cl.get("server", "")),
+        ca_file=ca,
+        cert_file=cert,
+        key_file=key,
+        token=user.get("token"),
+        namespace=str(ctx.get("namespace") or "default"),
+        insecure=bool(cl.get("insecure-skip-tls-verify", False)),
+    )

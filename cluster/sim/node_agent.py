@@ -1,0 +1,134 @@
+"""The node agent: registers a fleet's simulated nodes and keeps them Ready, as their kubelets would.
+
+It renews each node's Lease in ``kube-node-lease`` and re-posts ``Ready=True`` when the node lifecycle
+controller marked a node Unknown while the heartbeat is on. A node annotated ``gpulab.dev/heartbeat=stopped``
+gets no renewals, so the real node lifecycle controller turns it NotReady and taints it. Run as
+``python -m cluster.sim.node_agent --kubeconfig K --fleet F``; it must not decide placement or touch pods.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import logging
+import random
+from typing import Any
+
+from cluster import errors, fleet as fleet_mod
+from cluster.kube import kubeconfig
+from cluster.kube.client import AsyncClient, STRATEGIC_PATCH
+from cluster.sim import informer, nodes, runner
+
+log = logging.getLogger("gpulab.node-agent")
+
+LEASE_NS = "kube-node-lease"
+
+
+def _micro_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class NodeAgent:
+    def __init__(self, client: AsyncClient, fl: fleet_mod.Fleet, lease_seconds: int, renew_every: float) -> None:
+        self.client = client
+        self.fleet = fl
+        self.lease_seconds = lease_seconds
+        self.renew_every = renew_every
+        self.nodes = informer.Informer(client, "/api/v1/nodes", self.on_node)
+        self._uids: dict[str, str] = {}
+        self._sem = asyncio.Semaphore(24)
+
+    def heartbeat_on(self, name: str) -> bool:
+        node = self.nodes.cache.get(name)
+        if node is None:
+            return False
+        return node["metadata"].get("annotations", {}).get(nodes.HEARTBEAT_ANNOTATION) != "stopped"
+
+    async def register_all(self) -> None:
+        wanted = nodes.build_all(self.fleet)
+        existing = {n["metadata"]["name"] for n in (await self.client.get("/api/v1/nodes"))["items"]}
+
+        async def register(node: dict[str, Any]) -> None:
+            async with self._sem:
+                try:
+                    created = await self.client.create("/api/v1/nodes", node)
+                    self._uids[node["metadata"]["name"]] = created["metadata"]["uid"]
+                except errors.Conflict:
+                    pass
+
+        await asyncio.gather(*(register(n) for n in wanted if n["metadata"]["name"] not in existing))
+        log.info("registered %d nodes (%d already present)", len(wanted) - len(existing & {n["metadata"]["name"] for n in wanted}), len(existing))
+
+    async def on_node(self, event: str, node: dict[str, Any]) -> None:
+        name = node["metadata"]["name"]
+        if event == "DELETED" or node["metadata"].get("annotations", {}).get(nodes.SIMULATED_ANNOTATION) != "true":
+            return
+        self._uids[name] = node["metadata"]["uid"]
+        if not self.heartbeat_on(name):
+            return
+        ready = next((c for c in node.get("status", {}).get("conditions", []) if c.get("type") == "Ready"), None)
+        if ready is None or ready.get("status") != "True":
+            # A kubelet whose heartbeat resumes posts Ready again; the lifecycle controller then lifts its taints.
+            await self.client.patch(f"/api/v1/nodes/{name}/status",
+                                    {"status": {"conditions": nodes.ready_conditions()}}, STRATEGIC_PATCH)
+            await self.renew(name)
+
+    async def renew(self, name: str) -> None:
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases/{name}"
+        body = {"spec": {"holderIdentity": name, "leaseDurationSeconds": self.lease_seconds, "renewTime": _micro_now()}}
+        async with self._sem:
+            try:
+                await self.client.patch(path, body)
+            except errors.NotFound:
+                lease = {
+                    "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": name, "namespace": LEASE_NS, "ownerReferences": [
+                        {"apiVersion": "v1", "kind": "Node", "name": name, "uid": self._uids.get(name, "")}]},
+                    **body,
+                }
+                if not lease["metadata"]["ownerReferences"][0]["uid"]:
+                    del lease["metadata"]["ownerReferences"]
+                try:
+                    await self.client.create(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases", lease)
+                except errors.Conflict:
+                    pass
+
+    async def heartbeat_loop(self) -> None:
+        await self.nodes.synced.wait()
+        while True:
+            names = [k for k, n in self.nodes.cache.items()
+                     if n["metadata"].get("annotations", {}).get(nodes.SIMULATED_ANNOTATION) == "true"
+                     and self.heartbeat_on(k)]
+            started = asyncio.get_running_loop().time()
+            results = await asyncio.gather(*(self.renew(n) for n in names), return_exceptions=True)
+            failed = [r for r in results if isinstance(r, BaseException)]
+            if failed:
+                log.warning("%d of %d lease renewals failed (first: %s)", len(failed), len(names), failed[0])
+            spent = asyncio.get_running_loop().time() - started
+            await asyncio.sleep(max(0.5, self.renew_every - spent + random.uniform(-0.5, 0.5)))
+
+    async def run(self) -> None:
+        await self.register_all()
+        await asyncio.gather(self.nodes.run(), self.heartbeat_loop())
+
+
+async def _main(args: argparse.Namespace) -> None:
+    client = AsyncClient(kubeconfig.load(args.kubeconfig), max_connections=32)
+    fl = fleet_mod.load(args.fleet)
+    agent = NodeAgent(client, fl, args.lease_seconds, args.renew_every)
+    await runner.retry_until_api(client)
+    await agent.run()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--fleet", required=True)
+    parser.add_argument("--lease-seconds", type=int, default=40)
+    parser.add_argument("--renew-every", type=float, default=10.0)
+    runner.run(_main(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
