@@ -1,4 +1,112 @@
 """gpulab quizzes: question banks, the ipywidgets quiz, answer storage and learning-gain reports.
 
 This package stands alone: it imports nothing from ``cluster``, ``graders`` or ``labs``.
+
+In a notebook::
+
+    import quizzes
+    quizzes.show("sharing", phase="pre", learner="me")        # answer, submit, get feedback
+    quizzes.results(learner="me")                            # pre, post and normalised gain per section
+
+In an nbgrader autograder test cell::
+
+    quizzes.grade_from_store("sharing", phase="post", learner="me", minimum=0.7)
 """
+
+from __future__ import annotations
+
+import getpass
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from quizzes import errors, model, report, scoring, shuffle, store
+from quizzes.bank import builtin_banks, get_bank, load_bank, load_banks, sections
+from quizzes.session import QuizSession
+
+if TYPE_CHECKING:
+    from quizzes.widget import QuizWidget
+
+__all__ = [
+    "StoredGrade", "builtin_banks", "errors", "get_bank", "grade_from_store", "learner_id", "load_bank",
+    "load_banks", "model", "quiz_widget", "report", "results", "scoring", "sections", "show", "shuffle", "store",
+]  # fmt: skip
+
+LEARNER_ENV = "GPULAB_LEARNER"
+
+
+def learner_id(learner: str | None = None) -> str:
+    """The learner id: the argument, else ``$GPULAB_LEARNER``, else ``$JUPYTERHUB_USER``, else the login name."""
+    for candidate in (learner, os.environ.get(LEARNER_ENV), os.environ.get("JUPYTERHUB_USER")):
+        if candidate and candidate.strip():
+            return candidate.strip()
+    return getpass.getuser()
+
+
+def quiz_widget(section: str, phase: str = "pre", learner: str | None = None, *, store_path: str | Path | None = None,
+                seed: str = "", bank_file: str | Path | None = None) -> QuizWidget:  # fmt: skip
+    """Build (without displaying) the quiz widget of one section and phase."""
+    from quizzes.widget import QuizWidget
+
+    chosen = load_bank(bank_file) if bank_file else get_bank(section)
+    session = QuizSession(chosen, phase, learner_id(learner), store.Store.open(store_path), salt=seed)
+    return QuizWidget(session)
+
+
+def show(section: str, phase: str = "pre", learner: str | None = None, *, store_path: str | Path | None = None,
+         seed: str = "", bank_file: str | Path | None = None) -> None:  # fmt: skip
+    """Display the quiz of one section (``pre`` or ``post``) for one learner; answers go to the store."""
+    from IPython.display import display
+
+    display(quiz_widget(section, phase, learner, store_path=store_path, seed=seed, bank_file=bank_file).widget)
+
+
+def results(learner: str | None = None, *, store_path: str | Path | None = None) -> None:
+    """Display one learner's pre score, post score and normalised gain for every section."""
+    from IPython.display import HTML, display
+
+    from quizzes import render
+
+    who = learner_id(learner)
+    with store.Store.open(store_path) as opened:
+        answers = opened.answers(learner=who)
+    display(HTML(render.learner_html(report.learner_view(list(builtin_banks()), answers, who))))
+
+
+@dataclass(frozen=True)
+class StoredGrade:
+    """A learner's stored score for one quiz, as an nbgrader test cell needs it."""
+
+    section: str
+    phase: str
+    learner: str
+    score: float  # fraction of the quiz's points, unanswered items count 0
+    answered: int
+    total: int
+
+    def points(self, max_points: float) -> float:
+        return round(self.score * max_points, 4)
+
+
+def grade_from_store(section: str, phase: str = "post", learner: str | None = None, *,
+                     store_path: str | Path | None = None, minimum: float | None = None) -> StoredGrade:  # fmt: skip
+    """Read a learner's stored answers and score the quiz; with ``minimum``, assert the score reaches it.
+
+    The AssertionError message says what was found, so an autograder shows the learner why the cell failed.
+    """
+    chosen = get_bank(section)
+    who = learner_id(learner)
+    path = store.resolve(store_path)
+    if not path.is_file():
+        raise AssertionError(f"no quiz answers found for {who}: {path} does not exist; "
+                             f"run the {section} {phase}-quiz first")  # fmt: skip
+    with store.Store.read_only(path) as opened:
+        answers = opened.answers(learner=who, section=section, phase=phase)
+    score, answered = report.phase_score(chosen, phase, answers)
+    result = StoredGrade(section, phase, who, score or 0.0, answered, len(chosen.items_for(phase)))
+    if minimum is not None and result.score + 1e-9 < minimum:
+        raise AssertionError(f"{who} scored {100 * result.score:.0f}% on the {section} {phase}-quiz "
+                             f"({answered} of {result.total} answered); {100 * minimum:.0f}% is needed")  # fmt: skip
+    return result
+

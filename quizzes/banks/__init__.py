@@ -1,0 +1,1 @@
+"""The built-in quiz banks, one YAML file per course section (data only; see ``quizzes.bank``)."""
