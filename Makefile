@@ -1,0 +1,50 @@
+# The two set-up commands of the README:
+#   make course   installs everything and starts the course on the local backend (JupyterLab on 127.0.0.1)
+#   make test     installs everything and runs all tests (what CI runs)
+SHELL := /bin/bash
+VENV  ?= .venv
+PY    := $(VENV)/bin/python
+PIP   := $(VENV)/bin/pip
+GPULAB := $(VENV)/bin/gpulab
+JUPYTER_PORT ?= 8888
+
+.PHONY: install system-deps python-deps binaries course test test-unit test-e2e lint
+
+install: system-deps python-deps binaries
+
+# Debian packages: Chromium for the real-browser tests. Skipped when present or when not root.
+system-deps:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo ">> installing Debian's chromium (browser tests)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo ">> chromium missing and not root: browser tests will fail; run: sudo apt-get install chromium"; fi; \
+	fi
+
+python-deps: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[course,test,nvml]'
+	@touch $@
+
+# Control-plane binaries: user cache -> official download (SHA-256 checked) -> build from the Go module proxy.
+binaries: python-deps
+	$(GPULAB) binaries ensure
+
+course: install
+	$(GPULAB) up
+	@eval "$$($(GPULAB) env)"; echo ">> KUBECONFIG=$$KUBECONFIG"; \
+	  export KUBECONFIG PATH; \
+	  $(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(JUPYTER_PORT) --no-browser --notebook-dir=course
+
+test: install
+	$(VENV)/bin/python -m pytest -p no:cacheprovider tests
+
+test-unit: python-deps
+	$(VENV)/bin/python -m pytest -m unit tests
+
+lint: python-deps
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
