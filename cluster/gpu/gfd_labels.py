@@ -41,6 +41,8 @@ def labels(inv: inventory.NodeInventory, config: dpc.DevicePluginConfig, strateg
     out[P + "mig.capable"] = "true" if any(g.mig_capable for g in inv.gpus) else "false"
     out.update(_sharing_labels(inv, config))
     out.update(_full_gpu_labels(inv, config))
+    if strategy not in ("none", "single", "mixed"):
+        raise GfdError(f"error creating resource labeler: failed to construct MIG resource labeler: unknown strategy: {strategy}")
     if strategy != "none":
         out[P + "mig.strategy"] = strategy
         out.update(_single_labels(inv, config) if strategy == "single" else _mixed_labels(inv, config))
@@ -197,8 +199,8 @@ def _mixed_labels(inv: inventory.NodeInventory, config: dpc.DevicePluginConfig) 
 
 
 def _gpu_mode(inv: inventory.NodeInventory) -> str:
-    classes = {g.pci_class for g in inv.gpus}
-    cls = inv.gpus[0].pci_class if len(classes) == 1 else inv.gpus[0].pci_class
+    # GFD keeps the first device's class (its loop stops at the first device that differs).
+    cls = inv.gpus[0].pci_class
     if cls == PCI_CLASS_COMPUTE:
         return "compute"
     if cls == PCI_CLASS_GRAPHICS:

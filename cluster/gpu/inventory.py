@@ -93,6 +93,7 @@ class GpuInfo:
     healthy: bool = True
     compute_mode: str = "Default"
     processes: tuple[Process, ...] = ()
+    pci_class: int = 0x030200  # 3D controller; GFD's gpu.mode reads it ("compute")
 
     @property
     def mps_server_running(self) -> bool:
@@ -183,6 +184,7 @@ class GpuJson(TypedDict):
     healthy: bool
     computeMode: str
     processes: list[ProcessJson]
+    pciClass: str
 
 
 class InventoryJson(TypedDict):
@@ -292,6 +294,7 @@ def _gpu_to_json(g: GpuInfo) -> GpuJson:
             {"pid": p.pid, "name": p.name, "usedMemoryMiB": p.used_memory_mib, "giId": p.gi_id, "ciId": p.ci_id}
             for p in g.processes
         ],
+        "pciClass": f"0x{g.pci_class:06X}",
     }
 
 
@@ -362,6 +365,7 @@ def _gpu_from_json(d: Mapping[str, Any]) -> GpuInfo:
         healthy=bool(d.get("healthy", True)),
         compute_mode=mode,
         processes=procs,
+        pci_class=int(str(d.get("pciClass", "0x030200")), 0),
     )
 
 
