@@ -1,0 +1,176 @@
+"""The ``attach`` backend: use a cluster someone else runs, through an existing kubeconfig and context.
+
+It records which kubeconfig and context to use and then only reads and uses that cluster: ``up`` checks that the
+API answers and lists the nodes, ``down`` refuses (gpulab never tears down a cluster it did not create), and
+``down --purge`` only forgets the recorded kubeconfig. It never creates, deletes, labels or taints nodes; lab steps
+that would change cluster-wide state must call ``guard.refuse_if_attach`` first. Tenant kubeconfigs are allowed:
+they create a namespace, a service account, two ClusterRoles (``gpulab:tenant``, ``gpulab:tenant-cluster-reader``)
+and bindings, which is what a class sharing one cluster needs and what the cluster's admin can see and remove.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from cluster import errors, fleet as fleet_mod, ops, progress as progress_mod
+from cluster.backends.base import ClusterStatus, state_root
+from cluster.kube import kubeconfig as kubeconfig_mod
+from cluster.kube.client import Client
+
+log = logging.getLogger(__name__)
+
+_USE_HINT = "gpulab up --backend attach --kubeconfig PATH [--context NAME]"
+# kubeconfig fields that hold file paths, which a kubeconfig resolves relative to its own directory
+_PATH_FIELDS = {"cluster": ("certificate-authority",), "user": ("client-certificate", "client-key", "tokenFile")}
+
+
+def default_kubeconfig() -> Path:
+    """What kubectl would use: the first file of ``$KUBECONFIG``, else ``~/.kube/config``."""
+    env = os.environ.get("KUBECONFIG", "")
+    first = next((p for p in env.split(os.pathsep) if p), None)
+    return Path(first).expanduser() if first else Path.home() / ".kube" / "config"
+
+
+class AttachBackend:
+    name = "attach"
+
+    def __init__(self, cluster_name: str = "gpulab", root: Path | None = None) -> None:
+        self.cluster_name = cluster_name
+        self.dir = (root or state_root()) / cluster_name
+
+    # --- state -------------------------------------------------------------------------------------------
+
+    @property
+    def _state_file(self) -> Path:
+        return self.dir / "state.json"
+
+    def _state(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self._state_file.read_text())
+            return data if isinstance(data, dict) and data.get("backend") == "attach" else {}
+        except (OSError, ValueError):
+            return {}
+
+    def configured(self) -> bool:
+        return bool(self._state().get("kubeconfig"))
+
+    def _source(self) -> tuple[Path, str | None]:
+        state = self._state()
+        if not state.get("kubeconfig"):
+            raise errors.ClusterError("no cluster is attached yet", hint=_USE_HINT)
+        return Path(state["kubeconfig"]), state.get("context")
+
+    def configure(self, kubeconfig_path: str | os.PathLike[str] | None, context: str | None = None) -> Path:
+        """Record which kubeconfig (default: kubectl's) and context to use; the context must exist in it."""
+        if self._state_file.exists() and not self._state():
+            raise errors.ClusterError(
+                f"{self.dir} holds a lab cluster of another backend; attaching would hide it",
+                hint="gpulab down --purge first (this deletes that lab cluster), then " + _USE_HINT)
+        path = Path(kubeconfig_path).expanduser().resolve() if kubeconfig_path else default_kubeconfig().resolve()
+        if not path.is_file():
+            raise errors.ClusterError(f"kubeconfig {path} does not exist", hint=_USE_HINT)
+        kubeconfig_mod.load(path, context)  # every problem with the file or the context is reported here
+        self.dir.mkdir(parents=True, exist_ok=True)
+        data = {"backend": "attach", "kubeconfig": str(path), "context": context}
+        tmp = self._state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+        tmp.replace(self._state_file)
+        self._pin_context(path, context)
+        return path
+
+    def _pin_context(self, path: Path, context: str | None) -> None:
+        """When a context other than the file's current one is chosen, write a copy that selects it.
+
+        ``gpulab env`` exports KUBECONFIG, and kubectl uses the current context: without the copy, kubectl in a
+        notebook would talk to a different cluster than gpulab does.
+        """
+        pinned = self.dir / "attach.kubeconfig"
+        yaml = YAML(typ="safe", pure=True)
+        doc = yaml.load(path.read_text())
+        if context is None or doc.get("current-context") == context:
+            pinned.unlink(missing_ok=True)
+            return
+        doc["current-context"] = context
+        for section, fields in _PATH_FIELDS.items():
+            for item in doc.get(f"{section}s") or []:
+                entry = item.get(section) or {}
+                for key in fields:
+                    if entry.get(key) and not Path(entry[key]).is_absolute():
+                        entry[key] = str((path.parent / entry[key]).resolve())
+        fd = os.open(pinned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            yaml.dump(doc, f)
+
+    def kubeconfig(self) -> Path:
+        path, _ = self._source()
+        pinned = self.dir / "attach.kubeconfig"
+        return pinned if pinned.exists() else path
+
+    def _client(self, timeout: float = 30.0) -> Client:
+        path, context = self._source()
+        return Client.from_kubeconfig(path, context, timeout=timeout)
+
+    # --- backend protocol --------------------------------------------------------------------------------
+
+    def up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, *, retain: bool = False) -> ClusterStatus:
+        """Check that the attached cluster answers; nothing is created (``retain`` has nothing to keep)."""
+        if fl is not None:
+            raise errors.ClusterError(
+                f"the attach backend uses the nodes the cluster already has; it cannot create fleet {fl.name!r}",
+                hint="drop --fleet, or run the fleet on a lab cluster of your own: gpulab up --backend local")
+        path, context = self._source()
+        prog.start(f"checking the attached cluster ({path}{', context ' + context if context else ''})")
+        with self._client() as client:
+            version = client.get("/version")
+            nodes = ops.list_nodes(client)
+        prog.finish(f"Kubernetes {version.get('gitVersion', '?')}, {len(nodes)} nodes")
+        return self.status()
+
+    def status(self) -> ClusterStatus:
+        if not self.configured():
+            return ClusterStatus("attach", False, None, None, problems=[f"no cluster is attached ({_USE_HINT})"])
+        problems: list[str] = []
+        server = None
+        nodes = []
+        try:
+            with self._client(timeout=5) as client:
+                server = client.conn.server
+                nodes = ops.list_nodes(client)
+        except errors.CourseError as exc:
+            problems.append(f"the attached cluster does not answer: {exc.message}")
+        problems += [f"node {n.name} is NotReady" for n in nodes if not n.ready]
+        return ClusterStatus("attach", True, server, str(self.kubeconfig()), [], nodes, None, problems)
+
+    def down(self, *, purge: bool = False) -> None:
+        """Refuse to stop someone else's cluster; with ``purge``, only forget which kubeconfig was attached."""
+        if not purge:
+            raise errors.CourseError(
+                "the attached cluster is not gpulab's to stop: attach never deletes nodes or tears down a "
+                "cluster it did not create",
+                hint="`gpulab down --purge` forgets the attached kubeconfig and leaves the cluster as it is")
+        if self.configured() or self._state_file.exists():
+            shutil.rmtree(self.dir, ignore_errors=True)
+            log.info("forgot the attached cluster; it keeps running, untouched")
+
+    def tenant_kubeconfig(self, namespace: str) -> Path:
+        with self._client() as client:
+            if not client.conn.ca_file:
+                raise errors.ClusterError(
+                    "the attached kubeconfig names no certificate authority file or data, so a tenant kubeconfig "
+                    "cannot pin the server's certificate", hint="attach with a kubeconfig that has certificate-authority-data")
+            return ops.tenant_kubeconfig(client, namespace, self.dir / "tenants" / f"{namespace}.kubeconfig",
+                                         server=client.conn.server, ca_file=Path(client.conn.ca_file))
+
+    def collect_logs(self, dest: Path) -> list[Path]:
+        """The attached cluster's components are not ours to read; record what gpulab can see instead."""
+        dest.mkdir(parents=True, exist_ok=True)
+        out = dest / "attach-status.json"
+        out.write_text(self.status().to_json())
+        return [out]

@@ -1,0 +1,157 @@
+"""Turn a fleet into a kind cluster config, and a fleet node into the patch that makes a kind worker look like it.
+
+Pure data in, pure data out: nothing here runs kind or talks to an API server. Each simulated node becomes one
+kind worker (a Docker container running a real kubelet), so the fleet is capped at ``MAX_WORKERS``. Labels that a
+kubelet may set on itself go into the kind config, so they are there from the moment the node registers; taints go
+into kubeadm's JoinConfiguration for the same reason, so no pod can land on a GPU node before it is tainted. The
+rest (labels in the ``kubernetes.io`` namespaces, the hardware annotation, extended resources) is applied through the
+API by ``kind.py`` once the cluster is up.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from cluster import errors, fleet as fleet_mod, versions
+from cluster.sim import nodes
+
+API_VERSION = "kind.x-k8s.io/v1alpha4"
+MAX_WORKERS = 8
+FLEET_NODE_LABEL = "gpulab.dev/fleet-node"
+
+# Set by the real kubelet from the machine it runs on; copying the simulated values over them would be a lie.
+KUBELET_OWNED_LABELS = frozenset({
+    "kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch", "beta.kubernetes.io/os",
+    "beta.kubernetes.io/arch",
+})
+
+
+@dataclass(frozen=True)
+class Worker:
+    """One simulated node of the fleet and the kind worker that stands in for it."""
+
+    fleet_node: str
+    kind_node: str
+    pool: fleet_mod.NodePool
+    node: dict[str, Any]  # the Node object the local backend would register (cluster.sim.nodes.build_node)
+
+
+def worker_names(cluster_name: str, count: int) -> list[str]:
+    """The container (and Node) names kind gives workers: ``<name>-worker``, ``<name>-worker2``, ..."""
+    return [f"{cluster_name}-worker{'' if i == 0 else i + 1}" for i in range(count)]
+
+
+def check_size(fl: fleet_mod.Fleet) -> None:
+    if fl.node_count > MAX_WORKERS:
+        raise errors.ConfigError(
+            f"fleet {fl.name!r}",
+            [f"spec.pools: {fl.node_count} nodes, but the kind backend runs at most {MAX_WORKERS} workers "
+             "(each one is a Docker container with a real kubelet, containerd and CNI)"],
+            hint="use a smaller fleet (`gpulab up --backend kind --fleet starter` has 6 nodes), or the local backend, "
+            "which simulates thousands of nodes without Docker",
+        )
+    if fl.node_count == 0:
+        raise errors.ConfigError(f"fleet {fl.name!r}", ["spec.pools: the fleet has no nodes"])
+
+
+def plan(fl: fleet_mod.Fleet, cluster_name: str) -> list[Worker]:
+    """Pair every fleet node with the kind worker that will play it, in fleet order."""
+    check_size(fl)
+    built = nodes.build_all(fl)
+    names = worker_names(cluster_name, len(built))
+    return [Worker(node["metadata"]["name"], kind_name, _pool(fl, node["metadata"]["name"]), node)
+            for node, kind_name in zip(built, names)]
+
+
+def _pool(fl: fleet_mod.Fleet, node_name: str) -> fleet_mod.NodePool:
+    pool = fl.pool_of(node_name)
+    assert pool is not None, node_name  # build_all only makes nodes of the fleet's pools
+    return pool
+
+
+def _kubelet_may_set(key: str) -> bool:
+    """Whether a kubelet may put this label on its own Node (NodeRestriction forbids most of kubernetes.io)."""
+    domain = key.split("/", 1)[0] if "/" in key else ""
+    return not any(domain == d or domain.endswith("." + d) for d in ("kubernetes.io", "k8s.io"))
+
+
+def kubelet_labels(w: Worker) -> dict[str, str]:
+    labels = {k: v for k, v in w.node["metadata"]["labels"].items() if _kubelet_may_set(k)}
+    labels[FLEET_NODE_LABEL] = w.fleet_node
+    return dict(sorted(labels.items()))
+
+
+def _join_patch(taints: tuple[fleet_mod.Taint, ...]) -> str:
+    """A kubeadm JoinConfiguration patch (no apiVersion, so kind applies it to whichever kubeadm version it uses)."""
+    doc = {"kind": "JoinConfiguration", "nodeRegistration": {"taints": [t.to_api() for t in taints]}}
+    return _yaml(doc)
+
+
+def config(fl: fleet_mod.Fleet, cluster_name: str) -> dict[str, Any]:
+    """The kind ``Cluster`` config for a fleet: one control plane and one worker per simulated node."""
+    workers = plan(fl, cluster_name)
+    node_list: list[dict[str, Any]] = [{"role": "control-plane", "image": versions.KIND_NODE_IMAGE}]
+    for w in workers:
+        entry: dict[str, Any] = {"role": "worker", "image": versions.KIND_NODE_IMAGE, "labels": kubelet_labels(w)}
+        if w.pool.taints:
+            entry["kubeadmConfigPatches"] = [_join_patch(w.pool.taints)]
+        node_list.append(entry)
+    return {
+        "kind": "Cluster",
+        "apiVersion": API_VERSION,
+        "name": cluster_name,
+        # The API server is published on loopback only: a lab cluster is nobody else's business.
+        "networking": {"apiServerAddress": "127.0.0.1"},
+        "nodes": node_list,
+    }
+
+
+def render(cfg: dict[str, Any]) -> str:
+    return "# Generated by gpulab from a fleet spec; edit the fleet, not this file.\n" + _yaml(cfg)
+
+
+def _yaml(doc: dict[str, Any]) -> str:
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    buf = io.StringIO()
+    yaml.dump(doc, buf)
+    return buf.getvalue()
+
+
+def metadata_patch(w: Worker, current: dict[str, Any]) -> dict[str, Any]:
+    """A merge patch giving a kind worker the fleet node's labels, hardware annotation and taints.
+
+    ``current`` is the Node as the API has it; its taints are kept (merge patches replace lists whole), and its
+    resourceVersion makes the patch fail with a conflict rather than drop a taint added meanwhile.
+    """
+    labels = {k: v for k, v in w.node["metadata"]["labels"].items() if k not in KUBELET_OWNED_LABELS}
+    labels[FLEET_NODE_LABEL] = w.fleet_node
+    have = list(current.get("spec", {}).get("taints", []))
+    keys = {(t.get("key"), t.get("effect")) for t in have}
+    taints = have + [t.to_api() for t in w.pool.taints if (t.key, t.effect) not in keys]
+    return {
+        "metadata": {
+            "resourceVersion": current["metadata"]["resourceVersion"],
+            "labels": labels,
+            "annotations": {nodes.HARDWARE_ANNOTATION: w.node["metadata"]["annotations"][nodes.HARDWARE_ANNOTATION]},
+        },
+        "spec": {"taints": taints},
+    }
+
+
+def status_patch(w: Worker) -> dict[str, Any] | None:
+    """Extended resources (``vendor/name``) of the fleet node, or None when it has none.
+
+    cpu, memory and pods stay what the real kubelet measured: it would overwrite them on its next status update.
+    Extended resources are left alone by the kubelet, the way Kubernetes documents advertising them by hand.
+    """
+    status = w.node["status"]
+    cap = {k: v for k, v in status["capacity"].items() if "/" in k}
+    alloc = {k: v for k, v in status["allocatable"].items() if "/" in k}
+    if not cap and not alloc:
+        return None
+    return {"status": {"capacity": cap, "allocatable": alloc}}
