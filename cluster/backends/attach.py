@@ -115,7 +115,13 @@ class AttachBackend:
 
     def _client(self, timeout: float = 30.0) -> Client:
         path, context = self._source()
-        return Client.from_kubeconfig(path, context, timeout=timeout)
+        try:
+            return Client.from_kubeconfig(path, context, timeout=timeout)
+        except OSError as exc:  # ssl.SSLError included: an unreadable or malformed certificate or key
+            raise errors.ClusterError(
+                f"cannot use the certificates named in {path}{' (context ' + context + ')' if context else ''}: {exc}",
+                hint="check the kubeconfig with `kubectl --kubeconfig " + str(path) + " get nodes`, then " + _USE_HINT,
+            ) from exc
 
     # --- backend protocol --------------------------------------------------------------------------------
 
