@@ -59,7 +59,8 @@ def show(section: str, phase: str = "pre", learner: str | None = None, *, store_
     """Display the quiz of one section (``pre`` or ``post``) for one learner; answers go to the store."""
     from IPython.display import display
 
-    display(quiz_widget(section, phase, learner, store_path=store_path, seed=seed, bank_file=bank_file).widget)
+    widget = quiz_widget(section, phase, learner, store_path=store_path, seed=seed, bank_file=bank_file).widget
+    display(widget)  # type: ignore[no-untyped-call]
 
 
 def results(learner: str | None = None, *, store_path: str | Path | None = None) -> None:
@@ -71,7 +72,8 @@ def results(learner: str | None = None, *, store_path: str | Path | None = None)
     who = learner_id(learner)
     with store.Store.open(store_path) as opened:
         answers = opened.answers(learner=who)
-    display(HTML(render.learner_html(report.learner_view(list(builtin_banks()), answers, who))))
+    table = render.learner_html(report.learner_view(list(builtin_banks()), answers, who))
+    display(HTML(table))  # type: ignore[no-untyped-call]
 
 
 @dataclass(frozen=True)

@@ -37,10 +37,17 @@ def read_yaml(path: Path) -> object:
     try:
         return yaml.load(text)
     except YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        line = f"line {where.line + 1}: " if where is not None else ""
-        detail = " ".join(str(exc).split())
-        raise errors.BankError(str(path), [f"{line}not valid YAML: {detail}"]) from exc
+        raise errors.BankError(str(path), [_yaml_problem(exc)]) from exc
+
+
+def _yaml_problem(exc: YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+    advice = ""
+    if "mapping values are not allowed" in str(problem):
+        advice = " (text containing ': ' must be quoted or written as a block scalar, e.g. 'prompt: >-')"
+    return f"{where}not valid YAML: {problem}{advice}"
 
 
 def problems_of(path: Path) -> tuple[model.Bank | None, list[str]]:
@@ -49,7 +56,7 @@ def problems_of(path: Path) -> tuple[model.Bank | None, list[str]]:
     bank = schema.decode(read_yaml(path), str(path), reader)
     problems = list(reader.problems)
     if bank is not None:
-        problems += validate.check_bank(bank)
+        problems += validate.check_bank(bank, count_phases=not reader.dropped_items)
     return bank, problems
 
 

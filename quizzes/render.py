@@ -27,12 +27,12 @@ def gain(value: float | None) -> str:
     return "-" if value is None else f"{value:+.2f}"
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A plain, fixed-width text table (first column left-aligned, the others right-aligned)."""
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, left: Sequence[int] = (0,)) -> str:
+    """A plain, fixed-width text table; columns in ``left`` are left-aligned, the others right-aligned."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+        return "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
@@ -49,7 +49,7 @@ def item_table(report: ClassReport, *, limit: int | None = None) -> str:
     chosen = answered[:limit] if limit else answered
     rows = [[i.item, i.phase, str(i.responses), pct(i.difficulty), i.top_distractor or "-", _choices(i)]
             for i in chosen]  # fmt: skip
-    return table(["item", "phase", "n", "difficulty", "top distractor", "choices"], rows)
+    return table(["item", "phase", "n", "difficulty", "top distractor", "choices"], rows, left=(0, 1, 4, 5))
 
 
 def class_text(report: ClassReport) -> str:

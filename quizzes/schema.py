@@ -30,6 +30,7 @@ class Reader:
 
     def __init__(self) -> None:
         self.problems: list[str] = []
+        self.dropped_items = 0  # items too broken to decode (their absence must not look like a count problem)
 
     def problem(self, path: str, message: str, node: object = None, key: str | None = None) -> None:
         line = _line_of(node, key)
@@ -110,8 +111,7 @@ def decode(doc: object, source: str, reader: Reader) -> model.Bank | None:
         policies=_policies(spec, reader),
         outcomes=tuple(_outcome(o, f"spec.outcomes[{i}]", reader) for i, o in
                        enumerate(reader.sequence(spec, "outcomes", "spec"))),
-        items=tuple(it for i, node in enumerate(reader.sequence(spec, "items", "spec"))
-                    if (it := _item(node, f"spec.items[{i}]", reader)) is not None),
+        items=_items(spec, reader),
         source=source,
     )  # fmt: skip
 
@@ -210,6 +210,17 @@ def _item(raw: object, path: str, reader: Reader) -> model.Item | None:
         shuffle_options=reader.flag(node, "shuffleOptions", path, True),
         line=_line_of(node, None) or 0,
     )
+
+
+def _items(spec: Mapping[str, Any], reader: Reader) -> tuple[model.Item, ...]:
+    items = []
+    for index, node in enumerate(reader.sequence(spec, "items", "spec")):
+        item = _item(node, f"spec.items[{index}]", reader)
+        if item is None:
+            reader.dropped_items += 1
+        else:
+            items.append(item)
+    return tuple(items)
 
 
 def _phases(node: Mapping[str, Any], path: str, reader: Reader) -> tuple[str, ...]:

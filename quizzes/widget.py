@@ -98,12 +98,12 @@ class ItemView:
     def set_response(self, response: scoring.Response) -> None:
         """Put a stored response back into the controls."""
         if isinstance(response, float):
-            self.control.value = response  # type: ignore[attr-defined]
+            self.control.value = response
         elif self.slot.item.type is model.ItemType.MULTIPLE:
             for option, box in zip(self.slot.options, self.checks):
                 box.value = option.id in response
         elif response:
-            self.control.value = response[0]  # type: ignore[attr-defined]
+            self.control.value = response[0]
 
     def _clicked(self, _: w.Button) -> None:
         response = self.response()
@@ -146,7 +146,7 @@ class ItemView:
         self.submit.disabled = True
         self.submit.description = "Answered"
         for control in getattr(self, "checks", [self.control]):
-            control.disabled = True  # type: ignore[attr-defined]
+            control.disabled = True
 
     def _restore(self) -> None:
         previous = self.session.attempts(self.slot.item.id)

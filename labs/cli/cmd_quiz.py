@@ -1,0 +1,158 @@
+"""``gpulab quiz``: list and validate quiz banks, and report learning gains over collected answer stores.
+
+This is the boundary where the stand-alone ``quizzes`` package's errors become the course's ``CourseError``s,
+so the CLI prints one message and exits 1 instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from cluster import errors as course_errors
+
+import quizzes
+from quizzes import bank, coverage, errors, model, render, report, store, validate
+
+log = logging.getLogger(__name__)
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(quiz)
+
+
+@contextmanager
+def _course_errors() -> Iterator[None]:
+    """Map quiz failures into the course-wide hierarchy (one message, exit code 1)."""
+    try:
+        yield
+    except errors.BankError as exc:
+        raise course_errors.ConfigError(exc.source, exc.problems, hint=exc.hint) from exc
+    except errors.QuizError as exc:
+        raise course_errors.CourseError(exc.message, hint=exc.hint) from exc
+
+
+@click.group()
+def quiz() -> None:
+    """Quiz banks, their validation, and learning-gain reports."""
+
+
+@quiz.command("list")
+def list_banks() -> None:
+    """List the built-in quiz banks with their item counts per phase."""
+    with _course_errors():
+        banks = quizzes.builtin_banks()
+    rows = []
+    for b in banks:
+        policy = b.policy("post")
+        rows.append([b.section, str(b.version), str(len(b.outcomes)), str(len(b.items_for("pre"))),
+                     str(len(b.items_for("post"))), f"{policy.max_attempts} ({policy.counts.value})", b.title])  # fmt: skip
+    click.echo(render.table(["section", "version", "outcomes", "pre items", "post items", "post attempts", "title"],
+                            rows, left=(0, 6)))  # fmt: skip
+    click.echo(f"\n{sum(len(b.items) for b in banks)} items in {len(banks)} banks; "
+               f"show one with quizzes.show('<section>', phase='pre') in a notebook")  # fmt: skip
+
+
+@quiz.command("validate")
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+def validate_banks(files: tuple[Path, ...]) -> None:
+    """Check quiz bank files (default: the built-in banks and the seed coverage list).
+
+    Every problem of every file is reported, each with its path in the file.
+    """
+    chosen = list(files) or bank.bank_paths()
+    problems: list[str] = []
+    loaded: list[model.Bank] = []
+    for path in chosen:
+        with _course_errors():
+            found, issues = _problems(path)
+        if found is not None and not issues:
+            loaded.append(found)
+            click.echo(f"ok      {path} ({len(found.items)} items: {len(found.items_for('pre'))} pre, "
+                       f"{len(found.items_for('post'))} post)")  # fmt: skip
+        else:
+            click.echo(f"invalid {path} ({len(issues)} problem(s))")
+        problems += [f"{path}: {p}" for p in issues]
+    problems += validate.check_all(loaded)
+    if not files:
+        with _course_errors():
+            questions = coverage.load()
+        gaps = coverage.check(questions, loaded)
+        problems += [f"{coverage.COVERAGE_FILE}: {p}" for p in gaps]
+        click.echo(f"{'ok' if not gaps else 'invalid':<7} {coverage.COVERAGE_FILE} ({len(questions)} seed questions)")
+    if problems:
+        raise course_errors.ConfigError("the set of quiz banks", problems, hint="fix the fields named above and run "
+                                        "gpulab quiz validate again")  # fmt: skip
+
+
+def _problems(path: Path) -> tuple[model.Bank | None, list[str]]:
+    try:
+        return bank.problems_of(path)
+    except errors.BankError as exc:  # unreadable or not YAML: still report it with the others
+        return None, exc.problems
+
+
+@quiz.command("report")
+@click.argument("stores", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), help="Write per-section and per-item rows here.")
+@click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write a PNG chart of pre vs post here.")
+@click.option("--bank", "bank_files", multiple=True, type=click.Path(path_type=Path),
+              help="Use these bank files instead of the built-in banks (repeatable).")  # fmt: skip
+def report_cmd(stores: tuple[Path, ...], csv_path: Path | None, plot_path: Path | None,
+               bank_files: tuple[Path, ...]) -> None:  # fmt: skip
+    """Aggregate learners' answer stores into per-section and per-item statistics.
+
+    STORES are SQLite files written by the quiz widget, or folders searched for *.sqlite3 files (for example
+    an nbgrader submitted/ folder). A store that cannot be read is skipped and reported at the end.
+    """
+    with _course_errors():
+        banks = bank.load_banks(bank_files) if bank_files else list(quizzes.builtin_banks())
+    paths = list(_expand(stores))
+    answers, skipped = _read_all(paths)
+    if len(skipped) == len(paths):
+        raise course_errors.ConfigError("the quiz stores given", skipped or [f"no *.sqlite3 file in {', '.join(map(str, stores))}"],
+                                        hint="pass the quiz-answers.sqlite3 files collected from learners")  # fmt: skip
+    result = report.aggregate(banks, answers)
+    click.echo(render.class_text(result))
+    with _course_errors():
+        if csv_path:
+            render.write_csv(result, csv_path)
+            click.echo(f"\nwrote {csv_path}")
+        if plot_path:
+            from quizzes import plot
+
+            plot.pre_post_chart(result, plot_path)
+            click.echo(f"wrote {plot_path}")
+    if skipped:
+        raise course_errors.ConfigError("some quiz stores", skipped, hint="the report above leaves them out")
+
+
+def _expand(paths: Sequence[Path]) -> Iterator[Path]:
+    for path in paths:
+        if path.is_dir():
+            yield from sorted(path.rglob("*.sqlite3"))
+        else:
+            yield path
+
+
+def _read_all(paths: Sequence[Path]) -> tuple[list[store.Answer], list[str]]:
+    """Every answer from every readable store (duplicates across stores dropped), and the stores skipped."""
+    answers: dict[tuple[str, str, str, str, int], store.Answer] = {}
+    skipped: list[str] = []
+    for path in paths:
+        try:
+            with store.Store.read_only(path) as opened:
+                found = opened.answers()
+        except errors.StoreError as exc:
+            skipped.append(str(exc))
+            continue
+        for answer in found:
+            key = (answer.learner, answer.section, answer.phase, answer.item, answer.attempt)
+            answers.setdefault(key, answer)
+        log.info("read %d answers from %s", len(found), path)
+    return list(answers.values()), skipped
+
