@@ -1,0 +1,106 @@
+"""Compile DRA device-selector CEL expressions with the real Kubernetes compiler (the ``celcheck`` helper).
+
+``celcheck`` is a small Go program (``cluster/gosrc/celcheck``) built against
+``k8s.io/dynamic-resource-allocation/cel`` of our pinned Kubernetes release; it reports compile errors and
+cost-limit violations with the apiserver's own field-error text. One process checks a whole batch, so a
+lint run pays its start-up once. When the binary is missing this module raises ``BinariesUnavailable``;
+callers decide how to degrade.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from cluster import errors
+
+log = logging.getLogger(__name__)
+
+KUBERNETES_VERSION = "v1.36.3"  # the celcheck build must match the control plane; see cluster/versions.py
+BINARY = "celcheck"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    error: str  # the apiserver's field error, e.g. 'spec...expression: Invalid value: "...": compilation failed: ...'
+    detail: str
+    cost: int
+
+
+def _cache_dir() -> Path:
+    override = os.environ.get("GPULAB_CACHE_DIR")
+    return Path(override) if override else Path(platformdirs.user_cache_dir("gpulab"))
+
+
+def candidates() -> list[Path]:
+    """Where ``celcheck`` is looked for, in order."""
+    out: list[Path] = []
+    if os.environ.get("GPULAB_CELCHECK"):
+        out.append(Path(os.environ["GPULAB_CELCHECK"]))
+    if os.environ.get("GPULAB_BIN_DIR"):
+        out.append(Path(os.environ["GPULAB_BIN_DIR"]) / BINARY)
+    cache = _cache_dir()
+    out.extend(sorted((cache / "bin").glob(f"k8s-{KUBERNETES_VERSION}-*/{BINARY}")))
+    out.append(cache / "bin" / KUBERNETES_VERSION / BINARY)
+    out.append(cache / "build" / f"kubernetes-{KUBERNETES_VERSION}" / "bin" / BINARY)
+    return out
+
+
+def find_binary() -> Path | None:
+    for path in candidates():
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def check(
+    items: Sequence[tuple[str, str]], *, binary: Path | None = None, timeout: float = 20.0
+) -> list[Verdict]:
+    """Compile each ``(expression, field_path)``; verdicts come back in the same order.
+
+    Raises ``BinariesUnavailable`` when no binary is found and ``CommandFailed`` when it crashes,
+    times out or answers out of step.
+    """
+    if not items:
+        return []
+    path = binary or find_binary()
+    if path is None:
+        raise errors.BinariesUnavailable(
+            "the CEL checker (celcheck) is not installed", hint="run `gpulab binaries ensure`"
+        )
+    lines = "".join(
+        json.dumps({"id": str(i), "expression": expr, "path": field}) + "\n" for i, (expr, field) in enumerate(items)
+    )
+    cmd = [str(path)]
+    try:
+        proc = subprocess.run(cmd, input=lines, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise errors.CommandFailed(cmd, -1, f"timed out after {timeout:.0f}s") from exc
+    except OSError as exc:
+        raise errors.CommandFailed(cmd, -1, str(exc)) from exc
+    if proc.returncode != 0:
+        raise errors.CommandFailed(cmd, proc.returncode, proc.stderr)
+    return _read(proc.stdout, len(items), cmd)
+
+
+def _read(stdout: str, expected: int, cmd: list[str]) -> list[Verdict]:
+    verdicts: dict[int, Verdict] = {}
+    for line in stdout.splitlines():
+        try:
+            raw = json.loads(line)
+            index = int(raw["id"])
+            verdicts[index] = Verdict(bool(raw["ok"]), str(raw.get("error", "")), str(raw.get("detail", "")),
+                                      int(raw.get("cost", 0)))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise errors.CommandFailed(cmd, 0, f"unexpected output line: {line[:200]!r}") from exc
+    if sorted(verdicts) != list(range(expected)):
+        raise errors.CommandFailed(cmd, 0, f"expected {expected} answers, got {len(verdicts)}")
+    return [verdicts[i] for i in range(expected)]
