@@ -382,24 +382,32 @@ def _profile_numbers(profile: str) -> tuple[int, int, int]:
     return c, g, int(m["gb"])
 
 
-def profile_engines(model: catalog.GpuModel, profile: catalog.MigProfile) -> Engines:
-    """Engine counts of a GPU-instance profile.
+# (copy, decoder, encoder, jpeg, ofa) per profile shape: (compute slices, memory slices, media extension).
+_HOPPER_ENGINES: Mapping[tuple[int, int, bool], tuple[int, int, int, int, int]] = {
+    # Read with nvmlDeviceGetGpuInstanceProfileInfo on a real H100 80GB HBM3 (driver 580.159.04); see
+    # tests/fixtures/nvml/h100-real-probe.json and h100-real-nvidia-smi-mig-lgip.txt. H200 assumed the same.
+    (1, 1, False): (1, 1, 0, 1, 0), (1, 1, True): (1, 1, 0, 1, 1), (1, 2, False): (1, 1, 0, 1, 0),
+    (2, 2, False): (2, 2, 0, 2, 0), (3, 4, False): (3, 3, 0, 3, 0), (4, 4, False): (4, 4, 0, 4, 0),
+    (7, 8, False): (8, 7, 0, 7, 1),
+}
+_AMPERE_8_ENGINES: Mapping[tuple[int, int, bool], tuple[int, int, int, int, int]] = {
+    # NVIDIA MIG user guide `nvidia-smi mig -lgip` for A100; unconfirmed on hardware here.
+    (1, 1, False): (1, 0, 0, 0, 0), (1, 1, True): (1, 1, 0, 1, 1), (1, 2, False): (1, 1, 0, 0, 0),
+    (2, 2, False): (2, 1, 0, 0, 0), (3, 4, False): (3, 2, 0, 0, 0), (4, 4, False): (4, 2, 0, 0, 0),
+    (7, 8, False): (7, 5, 0, 1, 1),
+}
+_A30_ENGINES: Mapping[tuple[int, int, bool], tuple[int, int, int, int, int]] = {
+    # A30 MIG guide tables as commonly published; unconfirmed on hardware here.
+    (1, 1, False): (1, 1, 0, 0, 0), (1, 1, True): (1, 1, 0, 1, 1), (2, 2, False): (2, 2, 0, 0, 0),
+    (2, 2, True): (2, 2, 0, 1, 1), (4, 4, False): (4, 4, 0, 1, 1),
+}
 
-    Hopper values are what ``nvmlDeviceGetGpuInstanceProfileInfo`` answered on a real H100 (see the recorded
-    probe in tests/fixtures/nvml/h100-real-probe.json). Ampere values follow NVIDIA's MIG user guide
-    ``nvidia-smi mig -lgip`` tables and are unconfirmed on hardware here.
-    """
-    me = profile.is_media_extension
-    g = profile.compute_slices
-    if model.architecture == "Hopper":
-        full = g == 7
-        return Engines(copy=8 if full else g, decoder=7 if full else g, encoder=0,
-                       jpeg=7 if full else g, ofa=1 if (full or me) else 0)
-    if model.mig_memory_slices == 4:  # A30
-        return Engines(copy=g, decoder=g, encoder=0, jpeg=1 if (me or g == 4) else 0, ofa=1 if (me or g == 4) else 0)
-    decoders = {1: 1 if profile.memory_slices > 1 or me else 0, 2: 1, 3: 2, 4: 2, 7: 5}[g]
-    full = g == 7
-    return Engines(copy=g, decoder=decoders, encoder=0, jpeg=1 if (me or full) else 0, ofa=1 if (me or full) else 0)
+
+def profile_engines(model: catalog.GpuModel, profile: catalog.MigProfile) -> Engines:
+    """Engine counts of a GPU-instance profile, as ``nvmlDeviceGetGpuInstanceProfileInfo`` reports them."""
+    table = _HOPPER_ENGINES if model.architecture == "Hopper" else _A30_ENGINES if model.mig_memory_slices == 4 else _AMPERE_8_ENGINES
+    key = (profile.compute_slices, profile.memory_slices, profile.is_media_extension)
+    return Engines(*table.get(key, (profile.compute_slices, 0, 0, 0, 0)))
 
 
 def gpu_uuid(hostname: str, index: int) -> str:

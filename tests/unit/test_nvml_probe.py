@@ -1,7 +1,7 @@
 """The NVML probe on recorded answers: MIG layouts, MIG disabled, NotSupported, no driver (gpu-semantics §5, §8).
 
-The A100, T4 and no-driver fixtures are composed from the reference's facts in the snapshot format the probe
-records; tests/fixtures/nvml/h100-real-probe.json is a real recording (see test_h100_real_probe.py).
+The H100 answers are a real recording (tests/fixtures/nvml/h100-real-probe.json, `gpulab probe --json` on an
+H100). The A100, T4 and no-driver fixtures are composed from the reference's facts in the same snapshot format.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def recorded(name: str) -> dict[str, Any]:
+    """A snapshot: a bare one, or the one inside a saved `gpulab probe --json` document."""
     data: dict[str, Any] = json.loads((FIXTURES / name).read_text())
-    return data
+    return data["probe"]["snapshot"] if "probe" in data else data
 
 
 def run(name: str) -> probe.ProbeResult:
@@ -58,8 +59,8 @@ def test_a100_empty_mig_slots_are_skipped() -> None:
 
 
 def test_h100_mig_disabled_still_lists_profiles() -> None:
-    """gpu-semantics §8: MIG disabled is [0, 0]; profile info answers anyway, with placements."""
-    result = run("h100-mig-disabled.json")
+    """gpu-semantics §8 (recorded on a real H100): MIG disabled is [0, 0]; profile info answers anyway."""
+    result = run("h100-real-probe.json")
     gpu = result.inventory.gpus[0]
     assert (gpu.mig_capable, gpu.mig_enabled, gpu.mig_pending, gpu.mig_devices) == (True, False, False, ())
     names = {p.name: (p.instances, p.placements) for p in result.gpus[0].profiles}
@@ -97,7 +98,7 @@ def test_zero_gpus() -> None:
         probe.from_snapshot({"schema": snapshot.SCHEMA, "devices": []})
 
 
-@pytest.mark.parametrize("name", ["a100-80gb-mig-mixed.json", "h100-mig-disabled.json", "t4-not-supported.json"])
+@pytest.mark.parametrize("name", ["a100-80gb-mig-mixed.json", "h100-real-probe.json", "t4-not-supported.json"])
 def test_snapshot_walk_reproduces_the_recording(name: str, tmp_path: Path) -> None:
     """The NVML walk over a stand-in answers gives back the same snapshot (the stand-in is faithful)."""
     data = recorded(name)
