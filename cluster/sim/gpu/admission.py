@@ -1,0 +1,187 @@
+"""The kubelet's device manager and the NVIDIA device plugin's ``Allocate``, as a pod-agent admission hook.
+
+For extended resources, devices come from the list the plugin registered (the node's ``gpulab.dev/device-registry``
+annotation, written by the stack); devices held by the node's other live pods are taken. Shared replicas are
+picked by the plugin's ``sharedDevicesAllocationPolicy`` (``distributed``: the GPU with the fewest replicas in
+use; ``packed``: the busiest GPU that still has one). A container asking for more than one replica of a
+resource with ``failRequestsGreaterThanOne`` is refused with the kubelet's wrapping of the plugin's error
+(reference section 1). For DRA, allocated claims count as prepared: the container gets the allocated devices.
+The allocation is recorded on the pod (``gpulab.dev/devices`` and ``gpulab.dev/env`` with
+``NVIDIA_VISIBLE_DEVICES``). This hook must not bind or schedule anything.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cluster import errors
+from cluster.sim import admission
+from cluster.sim.gpu import dra, hoststate, names
+
+log = logging.getLogger(__name__)
+
+UNEXPECTED = "UnexpectedAdmissionError"
+# The kubelet's own record of what it handed out (its device-manager checkpoint), per node and pod UID; it covers
+# pods admitted a moment ago whose annotations have not come back through the watch yet.
+_CHECKPOINT: dict[str, dict[str, set[str]]] = {}
+
+
+@dataclass(frozen=True)
+class Registered:
+    id: str
+    uuid: str
+    gpu: int
+    healthy: bool
+
+
+def registry(node: Mapping[str, Any]) -> tuple[dict[str, list[Registered]], str, frozenset[str]]:
+    """(resource -> devices, allocation policy, resources with failRequestsGreaterThanOne) from the node."""
+    try:
+        raw = json.loads(hoststate.node_annotations(node).get(names.DEVICE_REGISTRY, "") or "{}")
+    except ValueError:
+        raw = {}
+    resources = {name: [Registered(str(i), str(u), int(g), bool(h)) for i, u, g, h in devs]
+                 for name, devs in (raw.get("resources") or {}).items()}
+    return resources, str(raw.get("policy") or "distributed"), frozenset(raw.get("singleRequest") or ())
+
+
+def container_requests(pod: Mapping[str, Any]) -> list[tuple[str, str, int]]:
+    """(container, resource, count) for every ``nvidia.com/*`` resource a container asks for (limits win)."""
+    out = []
+    for c in pod.get("spec", {}).get("containers", []):
+        res = c.get("resources") or {}
+        merged = {**(res.get("requests") or {}), **(res.get("limits") or {})}
+        for name, qty in sorted(merged.items()):
+            if name.startswith("nvidia.com/"):
+                try:
+                    count = int(str(qty))
+                except ValueError:
+                    continue
+                if count > 0:
+                    out.append((c["name"], name, count))
+    return out
+
+
+def held_ids(pods: Sequence[Mapping[str, Any]]) -> set[str]:
+    held: set[str] = set()
+    for p in pods:
+        try:
+            raw = json.loads((p.get("metadata", {}).get("annotations") or {}).get(names.POD_DEVICES, "{}"))
+        except ValueError:
+            continue
+        for items in raw.values() if isinstance(raw, dict) else ():
+            held.update(str(i.get("id")) for i in items if isinstance(i, dict) and "resource" in i and i.get("id"))
+    return held
+
+
+def pick(devices: Sequence[Registered], taken: set[str], count: int, policy: str) -> list[Registered] | None:
+    """Choose ``count`` free healthy devices, or ``None`` when there are not enough."""
+    free = [d for d in devices if d.healthy and d.id not in taken]
+    if len(free) < count:
+        return None
+    if not any("::" in d.id for d in free):
+        return free[:count]
+    in_use: dict[str, int] = {}
+    for d in devices:
+        if d.id in taken:
+            in_use[d.uuid] = in_use.get(d.uuid, 0) + 1
+    chosen: list[Registered] = []
+    for _ in range(count):
+        sign = 1 if policy == "distributed" else -1
+        best = min(free, key=lambda d: (sign * in_use.get(d.uuid, 0), d.gpu, free.index(d)))
+        chosen.append(best)
+        free.remove(best)
+        in_use[best.uuid] = in_use.get(best.uuid, 0) + 1
+    return chosen
+
+
+def _unexpected(err: str) -> admission.Decision:
+    return admission.Decision.reject(UNEXPECTED, f"Allocate failed due to {err}, which is unexpected")
+
+
+def allocate(pod: Mapping[str, Any], node: Mapping[str, Any], taken: set[str]) -> admission.Decision | dict[str, list[dict[str, str]]]:
+    """The device manager's allocation for every container, or the kubelet's rejection."""
+    resources, policy, single = registry(node)
+    allocatable = node.get("status", {}).get("allocatable", {})
+    taken = set(taken)
+    out: dict[str, list[dict[str, str]]] = {}
+    for container, resource, count in container_requests(pod):
+        devices = resources.get(resource)
+        if devices is None:
+            capacity = allocatable.get(resource, "0")
+            return admission.Decision.reject(
+                f"OutOf{resource}",
+                f"Node didn't have enough resource: {resource}, requested: {count}, used: 0, capacity: {capacity}")
+        chosen = pick(devices, taken, count, policy)
+        if chosen is None:
+            free = sum(1 for d in devices if d.healthy and d.id not in taken)
+            return _unexpected(f"requested number of devices unavailable for {resource}. Requested: {count}, "
+                               f"Available: {free}")
+        if resource in single and count > 1:
+            return _unexpected(f'invalid allocation request for "{resource}": invalid request: maximum request size '
+                               f"for shared resources is 1; found {count}")
+        taken.update(d.id for d in chosen)
+        out.setdefault(container, []).extend({"resource": resource, "id": d.id, "uuid": d.uuid} for d in chosen)
+    return out
+
+
+async def _claims(pod: Mapping[str, Any], node: Mapping[str, Any], client: Any) -> dict[str, list[dict[str, str]]]:
+    """Devices of the pod's allocated ResourceClaims, per container (``claim`` items, device name as ``id``)."""
+    spec = pod.get("spec", {})
+    refs = spec.get("resourceClaims") or []
+    if not refs or client is None:
+        return {}
+    generated = {s.get("name"): s.get("resourceClaimName") for s in pod.get("status", {}).get("resourceClaimStatuses") or []}
+    inv = hoststate.inventory_of(node)
+    uuids = dra.uuids_by_device(inv) if inv else {}
+    ns = pod["metadata"]["namespace"]
+    by_ref: dict[str, list[tuple[str, str]]] = {}
+    for ref in refs:
+        claim_name = ref.get("resourceClaimName") or generated.get(ref["name"])
+        if not claim_name:
+            continue
+        try:
+            claim = await client.get(f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{claim_name}")
+        except errors.NotFound:
+            continue
+        results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+        by_ref[ref["name"]] = [(r.get("request", ""), r["device"]) for r in results if r.get("driver") == names.DRA_DRIVER]
+    out: dict[str, list[dict[str, str]]] = {}
+    for c in spec.get("containers", []):
+        for use in (c.get("resources") or {}).get("claims") or []:
+            for request, device in by_ref.get(use["name"], []):
+                if use.get("request") and request.split("/")[0] != use["request"]:
+                    continue
+                out.setdefault(c["name"], []).append({"claim": use["name"], "id": device, "uuid": uuids.get(device, "")})
+    return out
+
+
+def _record(allocation: Mapping[str, list[dict[str, str]]]) -> dict[str, str]:
+    env = {c: {"NVIDIA_VISIBLE_DEVICES": ",".join(dict.fromkeys(i["uuid"] for i in items if i["uuid"]))}
+           for c, items in allocation.items()}
+    return {names.POD_DEVICES: json.dumps(allocation, sort_keys=True), names.POD_ENV: json.dumps(env, sort_keys=True)}
+
+
+async def admit(pod: Mapping[str, Any], ctx: admission.Context) -> admission.Decision | None:
+    """Pod-agent hook: allocate GPUs to a bound pod, or refuse it as the kubelet would."""
+    if not container_requests(pod) and not pod.get("spec", {}).get("resourceClaims"):
+        return None
+    node_name = str(ctx.node.get("metadata", {}).get("name", ""))
+    live = {str(p["metadata"]["uid"]) for p in ctx.pods_on_node}
+    checkpoint = _CHECKPOINT.setdefault(node_name, {})
+    for uid in [u for u in checkpoint if u not in live]:
+        del checkpoint[uid]
+    taken = held_ids(ctx.pods_on_node) | {i for ids in checkpoint.values() for i in ids}
+    result = allocate(pod, ctx.node, taken)
+    if isinstance(result, admission.Decision):
+        return result
+    for container, items in (await _claims(pod, ctx.node, ctx.client)).items():
+        result.setdefault(container, []).extend(items)
+    checkpoint[str(pod["metadata"]["uid"])] = {i["id"] for items in result.values() for i in items if "resource" in i}
+    record = _record(result)
+    env = {k: v for c in json.loads(record[names.POD_ENV]).values() for k, v in c.items()}
+    return admission.Decision(annotations=record, env=env)

@@ -1,0 +1,186 @@
+"""The simulated DCGM exporter: a Prometheus text endpoint on 127.0.0.1 and the GPU-memory referee.
+
+Every ``INTERVAL`` seconds it samples each GPU (or MIG device) of the nodes where the exporter runs from the
+loads the pods there declare, publishes the samples, and fails the pod that ran a shared GPU out of memory
+(``dcgm.admitted``). Its URL is kept in the ``gpulab-dcgm-exporter`` ConfigMap of the operator namespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from cluster import errors
+from cluster.kube.client import AsyncClient
+from cluster.sim import nodes as nodes_mod
+from cluster.sim.gpu import dcgm, events, hoststate, names, operands, world as world_mod
+
+log = logging.getLogger("gpulab.gpu-stack.dcgm")
+INTERVAL = 1.0
+HELP = {
+    "DCGM_FI_DEV_GPU_UTIL": "GPU utilization (in %).",
+    "DCGM_FI_DEV_FB_USED": "Framebuffer memory used (in MiB).",
+    "DCGM_FI_DEV_FB_FREE": "Framebuffer memory free (in MiB).",
+    "DCGM_FI_DEV_GPU_TEMP": "GPU temperature (in C).",
+    "DCGM_FI_DEV_POWER_USAGE": "Power draw (in W).",
+}
+LABELS = ("gpu", "UUID", "modelName", "Hostname", "GPU_I_PROFILE", "GPU_I_ID", "namespace", "pod", "container")
+
+
+class _Snapshot(Collector):
+    def __init__(self) -> None:
+        self.rows: tuple[tuple[str, dict[str, str], float], ...] = ()
+        self._lock = threading.Lock()
+
+    def set(self, rows: list[tuple[str, dict[str, str], float]]) -> None:
+        with self._lock:
+            self.rows = tuple(rows)
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        with self._lock:
+            rows = self.rows
+        for metric in dcgm.METRICS:
+            fam = GaugeMetricFamily(metric, HELP[metric], labels=LABELS)
+            for name, labels, value in rows:
+                if name == metric:
+                    fam.add_metric([labels.get(k, "") for k in LABELS], value)
+            yield fam
+
+
+class Exporter:
+    def __init__(self, client: AsyncClient, world: world_mod.World, recorder: events.Recorder,
+                 operand_states: dict[str, dict[str, operands.OperandState]]) -> None:
+        self.client = client
+        self.world = world
+        self.recorder = recorder
+        self.operand_states = operand_states
+        self.snapshot = _Snapshot()
+        self.url = ""
+        self.order: dict[str, list[str]] = {}  # device uuid -> pod UIDs in claim order
+        self.claimed: dict[tuple[str, str], int] = {}  # (device, pod uid) -> MiB last seen
+        self.failed: set[str] = set()
+
+    def serve(self) -> str:
+        registry = CollectorRegistry(auto_describe=True)
+        registry.register(self.snapshot)
+        server, _ = start_http_server(0, addr="127.0.0.1", registry=registry)
+        self.url = f"http://127.0.0.1:{server.server_port}/metrics"
+        log.info("DCGM exporter metrics at %s", self.url)
+        return self.url
+
+    async def publish_endpoint(self) -> None:
+        body = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": names.DCGM_ENDPOINT_CONFIGMAP, "namespace": names.NAMESPACE},
+                "data": {"url": self.url}}
+        path = f"/api/v1/namespaces/{names.NAMESPACE}/configmaps"
+        try:
+            await self.client.create(path, body)
+        except errors.Conflict:
+            await self.client.patch(f"{path}/{names.DCGM_ENDPOINT_CONFIGMAP}", {"data": {"url": self.url}})
+
+    def _exporting(self, name: str) -> bool:
+        pol = self.world.policy
+        node = self.world.nodes.get(name)
+        if pol is None or not pol.dcgm_exporter or node is None:
+            return False
+        if hoststate.node_labels(node).get(names.DEPLOY_PREFIX + "dcgm-exporter") != "true":
+            return False
+        return self.operand_states.get(name, {}).get("dcgm-exporter", operands.OperandState()).phase == operands.OK
+
+    def _claims(self, name: str) -> dict[str, list[dcgm.Claim]]:
+        """Device uuid -> running pods' claims in claim order (new or raised claims go to the end)."""
+        per_device: dict[str, dict[str, dcgm.Claim]] = {}
+        for pod in self.world.pods_on(name):
+            meta = pod["metadata"]
+            if pod.get("status", {}).get("phase") != "Running" or meta["uid"] in self.failed or _crashing(pod):
+                continue
+            util, mem = dcgm.pod_load(pod)
+            for uuid, container in dcgm.pod_devices(pod).items():
+                per_device.setdefault(uuid, {})[meta["uid"]] = dcgm.Claim(
+                    meta["uid"], meta["namespace"], meta["name"], container, util, mem)
+        out: dict[str, list[dcgm.Claim]] = {}
+        for uuid, claims in per_device.items():
+            order = [u for u in self.order.get(uuid, []) if u in claims]
+            for uid, c in sorted(claims.items(), key=lambda kv: kv[1].pod):
+                before = self.claimed.get((uuid, uid))
+                if uid not in order or (before is not None and c.mem_mib > before):
+                    if uid in order:
+                        order.remove(uid)
+                    order.append(uid)
+                self.claimed[(uuid, uid)] = c.mem_mib
+            self.order[uuid] = order
+            out[uuid] = [claims[u] for u in order]
+        return out
+
+    async def tick(self) -> None:
+        rows: list[tuple[str, dict[str, str], float]] = []
+        for name in sorted(self.world.nodes):
+            if not self._exporting(name):
+                continue
+            inv = hoststate.inventory_of(self.world.nodes[name])
+            if inv is None:
+                continue
+            claims = self._claims(name)
+            for device in dcgm.devices(name, inv):
+                fits, over = dcgm.admitted(claims.get(device.device_uuid, []), device.total_mib)
+                for victim in over:
+                    await self._out_of_memory(device, victim, sum(c.mem_mib for c in fits))
+                rows.extend(dcgm.series(dcgm.sample(device, fits)))
+        self.snapshot.set(rows)
+
+    async def _out_of_memory(self, device: dcgm.Device, claim: dcgm.Claim, used: int) -> None:
+        pod = next((p for p in self.world.pods.values() if p["metadata"]["uid"] == claim.uid), None)
+        if pod is None:
+            return
+        self.failed.add(claim.uid)
+        message = dcgm.oom_message(device, claim, used)
+        try:
+            await self.client.patch(f"/api/v1/namespaces/{claim.namespace}/pods/{claim.pod}/status",
+                                    {"status": oom_status(pod, claim.container, message)})
+        except errors.NotFound:
+            return
+        await self.recorder.record(pod, "Warning", "GPUOutOfMemory", message, host=device.node)
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.tick()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # keep exporting after one bad sample
+                log.exception("DCGM sample failed")
+            await asyncio.sleep(INTERVAL)
+
+
+def _crashing(pod: dict[str, Any]) -> bool:
+    return any("waiting" in cs.get("state", {}) for cs in pod.get("status", {}).get("containerStatuses", []))
+
+
+def oom_status(pod: dict[str, Any], container: str, message: str) -> dict[str, Any]:
+    """A pod whose CUDA process died of GPU OOM: Failed when it will not restart, else crash-looping."""
+    ts = nodes_mod.now()
+    restart = pod["spec"].get("restartPolicy", "Always")
+    statuses = []
+    for cs in pod.get("status", {}).get("containerStatuses", []):
+        cs = dict(cs)
+        if cs.get("name") == container:
+            term = {"exitCode": 1, "reason": "Error", "message": message, "startedAt": ts, "finishedAt": ts}
+            if restart == "Always":
+                cs.update(ready=False, started=False, restartCount=int(cs.get("restartCount", 0)) + 1,
+                          lastState={"terminated": term},
+                          state={"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 10s restarting failed "
+                                             f"container={container} pod={pod['metadata']['name']}"}})
+            else:
+                cs.update(ready=False, started=False, state={"terminated": term})
+        statuses.append(cs)
+    out: dict[str, Any] = {"containerStatuses": statuses}
+    if restart != "Always":
+        out.update(phase="Failed", reason="GPUOutOfMemory", message=message)
+    return out

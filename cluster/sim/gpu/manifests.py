@@ -1,0 +1,151 @@
+"""The objects ``gpulab gpu-operator install`` creates: namespace, ClusterPolicy CRD and default policy, the
+default mig-parted ConfigMap, the operand DaemonSets, the operator Deployment and the DRA DeviceClasses.
+
+Shapes follow the GPU Operator (``OP api/nvidia/v1/clusterpolicy_types.go``, ``assets/state-*``): DaemonSets select
+nodes by ``nvidia.com/gpu.deploy.<operand>=true`` and tolerate the ``nvidia.com/gpu`` taint. The real
+DaemonSet controller creates their pods; the pod agent runs them; the stack shows their failures. Plain data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cluster.gpu import catalog, mig
+from cluster.sim.gpu import names, operands
+
+IMAGE = "nvcr.io/nvidia/gpu-operator-sim:v26.7.0"
+VERSION = "v26.7.0"
+
+
+def namespace() -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.NAMESPACE}}
+
+
+def _component(extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    props: dict[str, Any] = {"enabled": {"type": "boolean"}, "image": {"type": "string"},
+                             "version": {"type": "string"}, "repository": {"type": "string"},
+                             "env": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+    props.update(extra or {})
+    return {"type": "object", "properties": props, "x-kubernetes-preserve-unknown-fields": True}
+
+
+def _config_ref() -> dict[str, Any]:
+    return {"config": {"type": "object", "properties": {"name": {"type": "string"}, "default": {"type": "string"}}}}
+
+
+def crd() -> dict[str, Any]:
+    spec_props = {
+        "operator": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "daemonsets": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "devicePlugin": _component(_config_ref()),
+        "migManager": _component(_config_ref()),
+        "mig": {"type": "object", "properties": {"strategy": {"type": "string", "enum": ["none", "single", "mixed"]}}},
+        "gfd": _component(),
+        "dcgmExporter": _component(),
+        "dcgm": _component(),
+        "validator": _component(),
+        "driver": _component(),
+        "toolkit": _component(),
+        "nodeStatusExporter": _component(),
+    }
+    schema = {
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+            "spec": {"type": "object", "properties": spec_props},
+            "status": {"type": "object", "properties": {
+                "state": {"type": "string", "enum": ["ignored", "ready", "notReady", "disabled"]},
+                "namespace": {"type": "string"},
+                "conditions": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }},
+        },
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": names.CRD_NAME},
+        "spec": {
+            "group": "nvidia.com", "scope": "Cluster",
+            "names": {"kind": "ClusterPolicy", "listKind": "ClusterPolicyList", "plural": "clusterpolicies",
+                      "singular": "clusterpolicy"},
+            "versions": [{
+                "name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema},
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": [
+                    {"name": "Status", "type": "string", "jsonPath": ".status.state"},
+                    {"name": "Age", "type": "string", "jsonPath": ".metadata.creationTimestamp", "format": "date-time"},
+                ],
+            }],
+        },
+    }
+
+
+def cluster_policy() -> dict[str, Any]:
+    """The Helm chart's default ClusterPolicy (``mig.strategy: single``, every operand enabled)."""
+    on = {"enabled": True}
+    return {
+        "apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": names.POLICY_NAME},
+        "spec": {
+            "operator": {"defaultRuntime": "containerd"},
+            "driver": dict(on), "toolkit": dict(on), "validator": dict(on), "gfd": dict(on),
+            "dcgm": dict(on), "dcgmExporter": dict(on), "nodeStatusExporter": {"enabled": False},
+            "devicePlugin": {"enabled": True},
+            "mig": {"strategy": "single"},
+            "migManager": {"enabled": True, "config": {"name": names.MIG_CONFIGMAP, "default": "all-disabled"}},
+        },
+    }
+
+
+def mig_configmap() -> dict[str, Any]:
+    text = mig.default_config_yaml(list(catalog.MODELS.values()))
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": names.MIG_CONFIGMAP, "namespace": names.NAMESPACE},
+            "data": {names.MIG_CONFIG_KEY: text}}
+
+
+def _container(name: str) -> dict[str, Any]:
+    return {"name": name, "image": IMAGE, "imagePullPolicy": "IfNotPresent"}
+
+
+def daemonset(operand: str) -> dict[str, Any]:
+    if operand == "dra-kubelet-plugin":
+        ds_name, main = names.DRA_PLUGIN_DS, names.DRA_PLUGIN_CONTAINER
+        selector = {names.DRA_ENABLED: "true", names.GPU_PRESENT: "true"}
+    else:
+        ds_name, main = names.OPERANDS[operand]
+        selector = {names.DEPLOY_PREFIX + operand: "true"}
+    containers = [_container(main)] + [_container(s) for s in operands.SIDECARS.get(operand, ())]
+    labels = {names.OPERAND_LABEL: ds_name, "app.kubernetes.io/part-of": "gpu-operator"}
+    return {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": ds_name, "namespace": names.NAMESPACE, "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": {names.OPERAND_LABEL: ds_name}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "nodeSelector": selector,
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                    "priorityClassName": "system-node-critical",
+                    "initContainers": [_container(i) for i in operands.INIT_CONTAINERS.get(operand, ())],
+                    "containers": containers,
+                },
+            },
+        },
+    }
+
+
+def operator_deployment() -> dict[str, Any]:
+    labels = {"app": names.OPERATOR_DEPLOYMENT, "app.kubernetes.io/component": "gpu-operator"}
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": names.OPERATOR_DEPLOYMENT, "namespace": names.NAMESPACE, "labels": labels},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": names.OPERATOR_DEPLOYMENT}},
+                 "template": {"metadata": {"labels": labels},
+                              "spec": {"priorityClassName": "system-node-critical",
+                                       "containers": [_container("gpu-operator")]}}},
+    }
+
+
+def operand_daemonsets() -> list[str]:
+    """Operands that get a DaemonSet (deploy-label suffixes, plus the DRA kubelet plugin)."""
+    return [*names.OPERANDS, "dra-kubelet-plugin"]

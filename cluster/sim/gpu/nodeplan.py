@@ -1,0 +1,141 @@
+"""Everything the GPU stack wants one node to show, computed from the node, the ClusterPolicy and the ConfigMaps.
+
+This is the pure core of the operator, device plugin, GFD and validator controllers: the stack turns a
+``NodePlan`` into patches. Mode rule (docs/gpu-stack.md): a node labelled ``nvidia.com/dra-driver.enabled=true``
+is served by the DRA driver and never by the device plugin; any other GPU node by the device plugin, unless
+the policy disables it or an admin set ``nvidia.com/gpu.deploy.device-plugin=false``. Plain data.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cluster.gpu import advertise as advertise_mod, inventory
+from cluster.sim.gpu import dra, hoststate, names, operands, plugin, policy as policy_mod
+
+DEPLOY_OPERANDS = ("driver", "gpu-feature-discovery", "container-toolkit", "device-plugin", "dcgm", "dcgm-exporter",
+                   "node-status-exporter", "operator-validator")
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    labels: dict[str, str | None] = field(default_factory=dict)  # merge patch: only what changes
+    annotations: dict[str, str | None] = field(default_factory=dict)
+    capacity: dict[str, str | None] = field(default_factory=dict)
+    allocatable: dict[str, str | None] = field(default_factory=dict)
+    operands: dict[str, operands.OperandState] = field(default_factory=dict)
+    dra_mode: bool = False
+    dra_inventory: inventory.NodeInventory | None = None  # publish a slice for these GPUs; None = no slice
+    awaiting_validation: bool = False  # prerequisites pass; the validator's CUDA run has not finished yet
+
+    @property
+    def empty(self) -> bool:
+        return not (self.labels or self.annotations or self.capacity or self.allocatable)
+
+
+def operator_labels(pol: policy_mod.Policy, hw: hoststate.Hardware, current: Mapping[str, str]) -> dict[str, str]:
+    """NFD's PCI label, ``gpu.present``, the deploy labels and the default ``mig.config`` on a GPU node.
+
+    A deploy label an admin set to ``false`` stays ``false``; one the MIG manager paused stays paused.
+    """
+    if hw.model is None:
+        return {}
+    out = {names.NFD_PCI: "true", names.GPU_PRESENT: "true"}
+    operands_here = DEPLOY_OPERANDS + (("mig-manager",) if hw.model.mig_capable else ())
+    for operand in operands_here:
+        key = names.DEPLOY_PREFIX + operand
+        out[key] = current[key] if current.get(key) in ("false", names.PAUSED) else "true"
+    if hw.model.mig_capable and pol.mig_manager and pol.mig_config_default and names.MIG_CONFIG not in current:
+        out[names.MIG_CONFIG] = pol.mig_config_default
+    return out
+
+
+def _managed(key: str) -> bool:
+    """Labels the operator side of the stack owns (and removes when it no longer wants them)."""
+    return key in (names.NFD_PCI, names.GPU_PRESENT) or key.startswith(names.DEPLOY_PREFIX) or plugin.is_gfd_label(key)
+
+
+def label_patch(current: Mapping[str, str], wanted: Mapping[str, str]) -> dict[str, str | None]:
+    patch: dict[str, str | None] = {k: v for k, v in wanted.items() if current.get(k) != v}
+    patch.update({k: None for k in current if _managed(k) and k not in wanted})
+    return patch
+
+
+def map_patch(current: Mapping[str, str], wanted: Mapping[str, str]) -> dict[str, str | None]:
+    """A merge patch for the ``nvidia.com/*`` keys of capacity or allocatable."""
+    patch: dict[str, str | None] = {k: v for k, v in wanted.items() if current.get(k) != v}
+    patch.update({k: None for k in current if plugin.is_extended(k) and k not in wanted})
+    return patch
+
+
+def registry(adv: advertise_mod.Advertisement | None, choice: plugin.ConfigChoice | None) -> str | None:
+    """The device list the plugin registered with the kubelet, for the kubelet-side admission hook."""
+    if adv is None or adv.error is not None or choice is None or choice.config is None:
+        return None
+    resources: dict[str, list[list[Any]]] = {}
+    for name, devs in sorted(adv.devices.items()):
+        resources[name] = [[d.id, d.uuid, d.gpu_index, int(d.healthy)] for d in devs]
+    data = {"resources": resources, "policy": choice.config.flags.shared_devices_allocation_policy,
+            "singleRequest": sorted(adv.single_request_resources)}
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def plugin_state(pol: policy_mod.Policy, node_labels: Mapping[str, str], dra_mode: bool, operand: str,
+                 st: operands.OperandState) -> str:
+    enabled = pol.device_plugin if operand == "device-plugin" else pol.gfd
+    deploy = node_labels.get(names.DEPLOY_PREFIX + operand, "true")
+    if not enabled or deploy == "false" or (dra_mode and operand == "device-plugin"):
+        return plugin.ABSENT
+    if deploy == names.PAUSED or st.phase != operands.OK:
+        return plugin.DOWN
+    return plugin.RUNNING
+
+
+def plan(node: Mapping[str, Any], pol: policy_mod.Policy | None, configmaps: Mapping[str, Mapping[str, str]],
+         *, validated: bool, timestamp: str) -> NodePlan:
+    """What ``node`` should show under ``pol`` (``None``: the operator is not installed)."""
+    meta = node.get("metadata", {})
+    current = dict(meta.get("labels") or {})
+    ann = hoststate.node_annotations(node)
+    status = node.get("status", {})
+    cap_now, alloc_now = dict(status.get("capacity") or {}), dict(status.get("allocatable") or {})
+    hw = hoststate.hardware(node)
+    inv = hoststate.inventory_of(node)
+    if pol is None or inv is None:
+        gone = label_patch(current, {})
+        if names.MIG_CONFIG_STATE in current:
+            gone[names.MIG_CONFIG_STATE] = None
+        return NodePlan(labels=gone, capacity=map_patch(cap_now, {}),
+                        allocatable=map_patch(alloc_now, {}),
+                        annotations={k: None for k in (names.DEVICE_REGISTRY, names.PLUGIN_CONFIG_APPLIED) if k in ann})
+    wanted = operator_labels(pol, hw, current)
+    labels_now = {**current, **wanted}
+    f = hoststate.faults(node)
+    dra_mode = labels_now.get(names.DRA_ENABLED) == "true"
+    choice = plugin.choose_config(pol, labels_now, configmaps, ann.get(names.PLUGIN_CONFIG_APPLIED))
+    adv = plugin.advertisement(inv, choice)
+    states = operands.states(f, choice, adv.error if adv else None, adv.gfd_error if adv else None)
+    prereq = f.driver_ok and f.toolkit_ok
+    gate = validated and prereq and not f.validation_fails
+    dp_state = plugin_state(pol, labels_now, dra_mode, "device-plugin", states["device-plugin"])
+    gfd_state = plugin_state(pol, labels_now, dra_mode, "gpu-feature-discovery", states["gpu-feature-discovery"])
+    cap, alloc = plugin.resources(dp_state, cap_now, adv, gate)
+    wanted.update(plugin.gfd_labels(gfd_state, current, adv, timestamp))
+    annotations: dict[str, str | None] = {}
+    reg = registry(adv, choice) if dp_state == plugin.RUNNING else None
+    if ann.get(names.DEVICE_REGISTRY) != reg:
+        annotations[names.DEVICE_REGISTRY] = reg
+    if dp_state == plugin.RUNNING and choice.config is not None:
+        applied = choice.key or ""
+        if ann.get(names.PLUGIN_CONFIG_APPLIED) != applied:
+            annotations[names.PLUGIN_CONFIG_APPLIED] = applied
+    return NodePlan(
+        labels=label_patch(current, wanted), annotations=annotations,
+        capacity=map_patch(cap_now, cap), allocatable=map_patch(alloc_now, alloc),
+        operands=states, dra_mode=dra_mode,
+        dra_inventory=inv if dra_mode and gate else None,
+        awaiting_validation=prereq and not f.validation_fails and not validated,
+    )

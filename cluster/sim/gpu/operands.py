@@ -1,0 +1,221 @@
+"""How each operand pod on a node looks: running, crash-looping with its error, or stuck in an init container.
+
+The GPU Operator chains its operands through validations: the toolkit waits for the driver, the device plugin,
+GFD and the DCGM exporter wait for the toolkit (``toolkit-validation`` init container), the validator runs
+driver, toolkit, CUDA and plugin checks in turn. A fault therefore shows where a real cluster shows it: the
+failing pod crash-loops with its message and the pods after it wait in ``Init``. The statuses built here are
+what ``kubectl get pods -n gpu-operator`` reads. Plain data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cluster.sim import nodes, pod_agent
+from cluster.sim.gpu import hoststate, names, plugin
+
+OK, CRASH, INIT_WAIT, INIT_CRASH, CREATING = "ok", "crash", "init-wait", "init-crash", "creating"
+
+# Init containers of each operand pod (as the operator's DaemonSets declare them).
+INIT_CONTAINERS: dict[str, tuple[str, ...]] = {
+    "driver": ("k8s-driver-manager",),
+    "container-toolkit": ("driver-validation",),
+    "operator-validator": ("driver-validation", "toolkit-validation", "cuda-validation", "plugin-validation"),
+    "device-plugin": ("toolkit-validation", "config-manager-init"),
+    "gpu-feature-discovery": ("toolkit-validation", "config-manager-init"),
+    "dcgm-exporter": ("toolkit-validation",),
+    "mig-manager": ("toolkit-validation",),
+    "dra-kubelet-plugin": ("init-container",),
+}
+SIDECARS: dict[str, tuple[str, ...]] = {"device-plugin": ("config-manager",), "gpu-feature-discovery": ("config-manager",)}
+
+DRIVER_MISSING = "modprobe: FATAL: Module nvidia not found in directory /lib/modules/6.8.0-gpulab"
+NOUVEAU = ("ERROR: The Nouveau kernel driver is currently in use by your system. This driver is incompatible with "
+           "the NVIDIA driver, and must be disabled before proceeding.")
+TOOLKIT = ("error running nvidia-toolkit: unable to setup runtime: unable to configure containerd: "
+           "failed to load config /etc/containerd/config.toml (simulated fault: toolkit-misconfigured)")
+CUDA = "Failed to allocate device vector A (error code no CUDA-capable device is detected)!"
+
+
+@dataclass(frozen=True)
+class OperandState:
+    phase: str = OK
+    container: str = ""  # the container that fails or waits
+    message: str = ""
+
+
+def states(f: hoststate.Faults, choice: plugin.ConfigChoice | None, adv_error: str | None,
+           gfd_error: str | None) -> dict[str, OperandState]:
+    """Every operand's state on a GPU node with faults ``f`` and the plugin config ``choice``."""
+    prereq: OperandState | None = None
+    if not f.driver_ok:
+        prereq = OperandState(INIT_WAIT, "toolkit-validation", "waiting for the driver")
+    elif not f.toolkit_ok:
+        prereq = OperandState(INIT_WAIT, "toolkit-validation", "waiting for the container toolkit")
+    out = {
+        "driver": _driver(f),
+        "container-toolkit": (OperandState(INIT_WAIT, "driver-validation", "waiting for the driver") if not f.driver_ok
+                              else OperandState(CRASH, "nvidia-container-toolkit-ctr", TOOLKIT) if not f.toolkit_ok
+                              else OperandState()),
+        "operator-validator": _validator(f),
+        "device-plugin": prereq or _plugin(choice, adv_error, "nvidia-device-plugin"),
+        "gpu-feature-discovery": prereq or _plugin(choice, gfd_error, "gpu-feature-discovery"),
+        "dcgm-exporter": prereq or OperandState(),
+        "mig-manager": prereq or OperandState(),
+        "dra-kubelet-plugin": prereq or OperandState(),
+    }
+    return out
+
+
+def _driver(f: hoststate.Faults) -> OperandState:
+    if "nouveau-bound" in f.kinds:
+        return OperandState(CRASH, "nvidia-driver-ctr", NOUVEAU)
+    if "driver-missing" in f.kinds:
+        return OperandState(CRASH, "nvidia-driver-ctr", DRIVER_MISSING)
+    return OperandState()
+
+
+def _validator(f: hoststate.Faults) -> OperandState:
+    if not f.driver_ok:
+        return OperandState(INIT_WAIT, "driver-validation", "waiting for the driver")
+    if not f.toolkit_ok:
+        return OperandState(INIT_WAIT, "toolkit-validation", "waiting for the container toolkit")
+    if f.validation_fails:
+        return OperandState(INIT_CRASH, "cuda-validation", CUDA)
+    return OperandState()
+
+
+def _plugin(choice: plugin.ConfigChoice | None, error: str | None, container: str) -> OperandState:
+    if choice is None:
+        return OperandState()
+    if choice.missing_configmap:
+        return OperandState(CREATING, container, f'MountVolume.SetUp failed for volume "config" : configmap '
+                                                 f'"{choice.missing_configmap}" not found')
+    if choice.init_error:
+        return OperandState(INIT_CRASH, "config-manager-init", choice.init_error)
+    if choice.crash:
+        return OperandState(CRASH, container, choice.crash)
+    if error:
+        return OperandState(CRASH, container, error)
+    if choice.sidecar_error:
+        return OperandState(CRASH, "config-manager", choice.sidecar_error)
+    return OperandState()
+
+
+# --- pod statuses ----------------------------------------------------------------------------------------
+
+
+def _cstatus(pod: Mapping[str, Any], name: str, state: dict[str, Any], ready: bool, restarts: int,
+             last: dict[str, Any] | None = None) -> dict[str, Any]:
+    c = next((c for c in pod["spec"].get("containers", []) + pod["spec"].get("initContainers", [])
+              if c["name"] == name), {"name": name, "image": ""})
+    out = pod_agent._container_status(c, pod["metadata"]["uid"], state, ready)  # noqa: SLF001 - one status shape
+    out["restartCount"] = restarts
+    if last:
+        out["lastState"] = last
+    return out
+
+
+def _restarts(pod: Mapping[str, Any], name: str) -> int:
+    for cs in pod.get("status", {}).get("containerStatuses", []) + pod.get("status", {}).get("initContainerStatuses", []):
+        if cs.get("name") == name:
+            return int(cs.get("restartCount", 0))
+    return 0
+
+
+def pod_status(pod: Mapping[str, Any], node: Mapping[str, Any] | None, st: OperandState) -> dict[str, Any]:
+    """The full ``status`` of an operand pod in state ``st`` (a running status when ``st`` is OK)."""
+    base = pod_agent.running_status(dict(pod), dict(node) if node else None)
+    base = {k: v for k, v in base.items() if v is not None}
+    if st.phase == OK:
+        for cs in base.get("containerStatuses", []):
+            cs["restartCount"] = _restarts(pod, cs["name"])
+        return base
+    ts = nodes.now()
+    inits = [c["name"] for c in pod["spec"].get("initContainers", [])]
+    mains = [c["name"] for c in pod["spec"].get("containers", [])]
+    waiting = {"waiting": {"reason": "PodInitializing"}}
+    if st.phase in (INIT_WAIT, INIT_CRASH) and st.container in inits:
+        at = inits.index(st.container)
+        init_states = []
+        for i, name in enumerate(inits):
+            if i < at:
+                init_states.append(_cstatus(pod, name, {"terminated": {"exitCode": 0, "reason": "Completed",
+                                                                       "startedAt": ts, "finishedAt": ts}}, True, 0))
+            elif i == at:
+                init_states.append(_failing(pod, name, st, ts))
+            else:
+                init_states.append(_cstatus(pod, name, waiting, False, 0))
+        base["initContainerStatuses"] = init_states
+        base["containerStatuses"] = [_cstatus(pod, n, waiting, False, 0) for n in mains]
+        base["phase"] = "Pending"
+    else:
+        statuses = []
+        for name in mains:
+            if name == st.container or (st.container not in mains and name == mains[0]):
+                statuses.append(_failing(pod, name, st, ts))
+            else:
+                statuses.append(_cstatus(pod, name, {"running": {"startedAt": ts}}, True, _restarts(pod, name)))
+        base["containerStatuses"] = statuses
+    base["conditions"] = _not_ready(base.get("conditions", []), st)
+    return base
+
+
+def _failing(pod: Mapping[str, Any], name: str, st: OperandState, ts: str) -> dict[str, Any]:
+    if st.phase == INIT_WAIT:
+        return _cstatus(pod, name, {"running": {"startedAt": ts}}, False, 0)
+    if st.phase == CREATING:
+        return _cstatus(pod, name, {"waiting": {"reason": "ContainerCreating"}}, False, 0)
+    restarts = _restarts(pod, name) + 1
+    last = {"terminated": {"exitCode": 1, "reason": "Error", "message": st.message, "startedAt": ts, "finishedAt": ts}}
+    waiting = {"waiting": {"reason": "CrashLoopBackOff",
+                           "message": f"back-off 10s restarting failed container={name} pod={pod['metadata']['name']}"}}
+    return _cstatus(pod, name, waiting, False, restarts, last)
+
+
+def _not_ready(conds: list[dict[str, Any]], st: OperandState) -> list[dict[str, Any]]:
+    out = []
+    for c in conds:
+        c = dict(c)
+        if c["type"] in ("Ready", "ContainersReady"):
+            c.update(status="False", reason="ContainersNotReady", message=f"containers with unready status: [{st.container}]")
+        if c["type"] == "Initialized" and st.phase in (INIT_WAIT, INIT_CRASH):
+            c.update(status="False", reason="ContainersNotInitialized",
+                     message=f"containers with incomplete status: [{st.container}]")
+        out.append(c)
+    return out
+
+
+def matches(pod: Mapping[str, Any], st: OperandState) -> bool:
+    """Whether the pod already shows ``st`` (so the stack does not re-patch it on every event)."""
+    status = pod.get("status", {})
+    if status.get("phase") not in ("Running", "Pending") or not status.get("containerStatuses"):
+        return False
+    all_cs = status.get("containerStatuses", []) + status.get("initContainerStatuses", [])
+    if st.phase == OK:
+        return status.get("phase") == "Running" and all(cs.get("ready") for cs in status.get("containerStatuses", []))
+    cs = next((c for c in all_cs if c.get("name") == st.container), None)
+    if cs is None:
+        return False
+    if st.phase == INIT_WAIT:
+        return "running" in cs.get("state", {}) and not cs.get("ready")
+    if st.phase == CREATING:
+        return bool(cs.get("state", {}).get("waiting", {}).get("reason") == "ContainerCreating")
+    return bool(cs.get("lastState", {}).get("terminated", {}).get("message") == st.message)
+
+
+def kubectl_status(st: OperandState) -> str:
+    """What ``kubectl get pods`` prints in STATUS for this state (used in ``gpulab gpu-operator status``)."""
+    return {OK: "Running", CRASH: "CrashLoopBackOff", INIT_WAIT: "Init", INIT_CRASH: "Init:CrashLoopBackOff",
+            CREATING: "ContainerCreating"}[st.phase]
+
+
+def operand_of(pod: Mapping[str, Any]) -> str | None:
+    """The operand (deploy-label suffix) an operator pod belongs to, from its ``app`` label."""
+    app = (pod.get("metadata", {}).get("labels") or {}).get(names.OPERAND_LABEL, "")
+    for operand, (ds, _) in names.OPERANDS.items():
+        if app == ds:
+            return operand
+    return "dra-kubelet-plugin" if app == names.DRA_PLUGIN_DS else None

@@ -1,0 +1,215 @@
+"""Installing and removing the simulated GPU Operator, reading its state, and injecting faults.
+
+``install`` creates what ``helm install gpu-operator`` would: the ``gpu-operator`` namespace, the ClusterPolicy
+CRD and the default ``cluster-policy``, the default mig-parted ConfigMap and the DRA DeviceClasses. The GPU
+stack (a supervised process of the local backend) then labels nodes, creates the operand DaemonSets and
+advertises GPUs; ``install`` waits until the policy reports ``ready``. Synchronous: the CLI's side.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cluster import errors
+from cluster.kube.client import Client
+from cluster.sim.gpu import dra, hoststate, manifests, names, nodeplan, plugin
+
+CRD_PATH = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{names.CRD_NAME}"
+NS_PATH = f"/api/v1/namespaces/{names.NAMESPACE}"
+POLICY = f"{names.POLICY_PATH}/{names.POLICY_NAME}"
+
+
+def _wait(what: str, check: Callable[[], bool], timeout: float, hint: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise errors.ClusterError(f"timed out after {timeout:.0f} s waiting for {what}", hint=hint)
+
+
+def _create(client: Client, path: str, body: dict[str, Any]) -> bool:
+    try:
+        client.create(path, body)
+        return True
+    except errors.Conflict:
+        return False
+
+
+def _established(client: Client) -> bool:
+    try:
+        crd = client.get(CRD_PATH)
+    except errors.NotFound:
+        return False
+    return any(c.get("type") == "Established" and c.get("status") == "True"
+               for c in crd.get("status", {}).get("conditions", []))
+
+
+def policy_state(client: Client) -> str | None:
+    """``status.state`` of ``cluster-policy``; ``None`` when the operator is not installed."""
+    try:
+        return str(client.get(POLICY).get("status", {}).get("state") or "")
+    except errors.NotFound:
+        return None
+
+
+def install(client: Client, *, wait: bool = True, timeout: float = 90.0) -> str:
+    """Install the operator (idempotent); returns the policy state. Waits for ``ready`` when ``wait``."""
+    if client.exists(NS_PATH) and client.get(NS_PATH).get("status", {}).get("phase") == "Terminating":
+        _wait("the previous gpu-operator namespace to go away", lambda: not client.exists(NS_PATH), 60,
+              "gpulab gpu-operator status")
+    _create(client, "/api/v1/namespaces", manifests.namespace())
+    _create(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", manifests.crd())
+    _wait("the ClusterPolicy CRD to be established", lambda: _established(client), 30, "gpulab status")
+    _create(client, f"{NS_PATH}/configmaps", manifests.mig_configmap())
+    for dc in dra.device_classes():
+        _create(client, dra.CLASSES_PATH, dc)
+    _create(client, names.POLICY_PATH, manifests.cluster_policy())
+    if wait:
+        _wait("ClusterPolicy cluster-policy to report ready", lambda: policy_state(client) == "ready", timeout,
+              "is the gpu-stack component running? `gpulab status`; faults: `gpulab gpu-operator status`")
+    return policy_state(client) or ""
+
+
+def uninstall(client: Client, *, timeout: float = 90.0) -> None:
+    """Remove the operator, its operands and everything it put on nodes (MIG layouts stay: they are hardware)."""
+    for path in (POLICY, *(f"{dra.CLASSES_PATH}/{n}" for n in names.DEVICE_CLASSES)):
+        try:
+            client.delete(path)
+        except errors.NotFound:
+            pass
+    try:
+        client.delete(NS_PATH)
+    except errors.NotFound:
+        pass
+    _wait("the gpu-operator namespace to be deleted", lambda: not client.exists(NS_PATH), timeout,
+          "gpulab status (the controller manager deletes namespaces)")
+    try:
+        client.delete(CRD_PATH)
+    except errors.NotFound:
+        pass
+    _strip_nodes(client)
+    for s in client.get(dra.SLICES_PATH, fieldSelector=f"spec.driver={names.DRA_DRIVER}").get("items", []):
+        try:
+            client.delete(f"{dra.SLICES_PATH}/{s['metadata']['name']}")
+        except errors.NotFound:
+            pass
+
+
+def _strip_nodes(client: Client) -> None:
+    for node in client.get("/api/v1/nodes").get("items", []):
+        plan = nodeplan.plan(node, None, {}, validated=False, timestamp="0")
+        name = node["metadata"]["name"]
+        if plan.labels or plan.annotations:
+            client.patch(f"/api/v1/nodes/{name}", {"metadata": {"labels": plan.labels, "annotations": plan.annotations}})
+        if plan.capacity or plan.allocatable:
+            client.patch(f"/api/v1/nodes/{name}/status",
+                         {"status": {"capacity": plan.capacity, "allocatable": plan.allocatable}})
+
+
+# --- status ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeGpuStatus:
+    name: str
+    model: str
+    gpus: int
+    mode: str  # device-plugin | dra | none
+    plugin_config: str
+    mig_config: str
+    mig_state: str
+    capacity: dict[str, str]
+    allocatable: dict[str, str]
+    faults: tuple[str, ...]
+    operands: dict[str, str] = field(default_factory=dict)  # operand pod -> kubectl-style status
+
+
+@dataclass(frozen=True)
+class OperatorStatus:
+    installed: bool
+    state: str
+    metrics_url: str
+    nodes: tuple[NodeGpuStatus, ...]
+
+
+def _pod_status(pod: dict[str, Any]) -> str:
+    status = pod.get("status", {})
+    for cs in status.get("initContainerStatuses", []):
+        waiting = cs.get("state", {}).get("waiting", {}).get("reason")
+        if waiting == "CrashLoopBackOff":
+            return "Init:CrashLoopBackOff"
+        if not cs.get("ready") and "terminated" not in cs.get("state", {}):
+            return "Init"
+    for cs in status.get("containerStatuses", []):
+        waiting = cs.get("state", {}).get("waiting", {}).get("reason")
+        if waiting:
+            return str(waiting)
+    return str(status.get("phase", "Pending"))
+
+
+def status(client: Client) -> OperatorStatus:
+    state = policy_state(client)
+    url = ""
+    pods: list[dict[str, Any]] = []
+    if client.exists(NS_PATH):
+        try:
+            url = client.get(f"{NS_PATH}/configmaps/{names.DCGM_ENDPOINT_CONFIGMAP}").get("data", {}).get("url", "")
+        except errors.NotFound:
+            url = ""
+        pods = client.get(f"{NS_PATH}/pods").get("items", [])
+    out = []
+    for node in client.get("/api/v1/nodes").get("items", []):
+        hw = hoststate.hardware(node)
+        if hw.model is None:
+            continue
+        labels = hoststate.node_labels(node)
+        name = node["metadata"]["name"]
+        st = node.get("status", {})
+        mode = "dra" if labels.get(names.DRA_ENABLED) == "true" else (
+            "device-plugin" if labels.get(names.DEPLOY_PREFIX + "device-plugin") == "true" else "none")
+        f = hoststate.faults(node)
+        fault_list = sorted(f.kinds - {"gpu-unhealthy"}) + [f"gpu-unhealthy:{i}" for i in sorted(f.unhealthy)]
+        ops = {p["metadata"]["name"]: _pod_status(p) for p in pods if p["spec"].get("nodeName") == name}
+        out.append(NodeGpuStatus(
+            name, hw.model.key, hw.count, mode,
+            hoststate.node_annotations(node).get(names.PLUGIN_CONFIG_APPLIED, "-") or "(empty)",
+            labels.get(names.MIG_CONFIG, "-"), labels.get(names.MIG_CONFIG_STATE, "-"),
+            {k: v for k, v in st.get("capacity", {}).items() if plugin.is_extended(k)},
+            {k: v for k, v in st.get("allocatable", {}).items() if plugin.is_extended(k)},
+            tuple(fault_list), ops))
+    return OperatorStatus(state is not None, state or "", url, tuple(out))
+
+
+# --- faults ------------------------------------------------------------------------------------------------------
+
+
+def set_fault(client: Client, node_name: str, kind: str, gpu: int | None, present: bool) -> hoststate.Faults:
+    """Inject (``present``) or clear a fault on a GPU node; returns the node's faults afterwards."""
+    try:
+        node = client.get(f"/api/v1/nodes/{node_name}")
+    except errors.NotFound as exc:
+        raise errors.ConfigError("fault", [f"node {node_name!r} does not exist"], hint="kubectl get nodes") from exc
+    hw = hoststate.hardware(node)
+    problems = []
+    if hw.model is None:
+        problems.append(f"node {node_name!r} has no GPUs")
+    if gpu is not None and kind != "gpu-unhealthy":
+        problems.append("--gpu only applies to the gpu-unhealthy fault")
+    if gpu is not None and hw.model is not None and not 0 <= gpu < hw.count:
+        problems.append(f"--gpu {gpu}: node {node_name} has GPUs 0..{hw.count - 1}")
+    if problems:
+        raise errors.ConfigError("fault", problems)
+    updated = hoststate.with_fault(hoststate.faults(node), kind, gpu, present)
+    client.patch(f"/api/v1/nodes/{node_name}",
+                 {"metadata": {"annotations": {names.FAULTS: hoststate.faults_annotation(updated)}}})
+    return updated
+
+
+def dumps(st: OperatorStatus) -> str:
+    return json.dumps({"installed": st.installed, "state": st.state, "metricsUrl": st.metrics_url,
+                       "nodes": [n.__dict__ for n in st.nodes]}, indent=2, sort_keys=True)

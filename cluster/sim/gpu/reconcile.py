@@ -1,0 +1,153 @@
+"""The per-node controller: applies a ``NodePlan`` (labels, annotations, capacity/allocatable), keeps the operand
+pods' statuses in step with it, publishes or withdraws the node's ResourceSlice, and starts the MIG manager.
+
+The validator gate lives here: once a node's driver and toolkit are fine, its CUDA validation "runs" for
+``VALIDATION_SECONDS``; only then does the node get allocatable GPUs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from cluster import errors
+from cluster.kube.client import APPLY_PATCH, AsyncClient
+from cluster.sim.gpu import dra, events, hoststate, migmanager, migrunner, names, nodeplan, operands, world as world_mod
+from cluster.sim.gpu.workqueue import WorkQueue
+
+log = logging.getLogger("gpulab.gpu-stack")
+
+VALIDATION_SECONDS = 0.5
+
+
+class NodeReconciler:
+    def __init__(self, client: AsyncClient, world: world_mod.World, recorder: events.Recorder) -> None:
+        self.client = client
+        self.world = world
+        self.recorder = recorder
+        self.queue = WorkQueue(self.reconcile)
+        self.validated_at: dict[str, float] = {}
+        self.operand_states: dict[str, dict[str, operands.OperandState]] = {}
+        self.slices: dict[str, str] = {}  # node -> JSON of the devices last published
+        self.mig = migrunner.MigRunner(client, world, recorder)
+        self._generation = int(time.time())
+
+    # --- validator gate -------------------------------------------------------------------------------------
+
+    def _validated(self, name: str, node: dict[str, Any]) -> bool:
+        f = hoststate.faults(node)
+        if not (f.driver_ok and f.toolkit_ok) or f.validation_fails or self.world.policy is None:
+            self.validated_at.pop(name, None)
+            return False
+        at = self.validated_at.get(name)
+        if at is None:
+            self.validated_at[name] = time.monotonic() + VALIDATION_SECONDS
+            self.queue.add_after(name, VALIDATION_SECONDS + 0.02)
+            return False
+        return time.monotonic() >= at
+
+    # --- the reconcile ---------------------------------------------------------------------------------------
+
+    async def reconcile(self, name: str) -> None:
+        node = self.world.nodes.get(name)
+        if node is None:
+            await self._withdraw_slice(name)
+            self.validated_at.pop(name, None)
+            self.operand_states.pop(name, None)
+            return
+        pol = self.world.policy
+        plan = nodeplan.plan(node, pol, self.world.configmaps, validated=self._validated(name, node),
+                             timestamp=str(int(time.time())))
+        await self._apply(name, plan)
+        self.operand_states[name] = plan.operands if pol is not None and hoststate.hardware(node).model else {}
+        await self.sync_operand_pods(name)
+        await self._sync_slice(name, node, plan)
+        if pol is None:
+            self.mig.cancel(name)
+            return
+        decision = migmanager.decide(node, pol, self.world.mig_file())
+        await self.mig.handle(name, decision)
+
+    async def _apply(self, name: str, plan: nodeplan.NodePlan) -> None:
+        try:
+            if plan.labels or plan.annotations:
+                meta: dict[str, Any] = {}
+                if plan.labels:
+                    meta["labels"] = plan.labels
+                if plan.annotations:
+                    meta["annotations"] = plan.annotations
+                await self.client.patch(f"/api/v1/nodes/{name}", {"metadata": meta})
+            if plan.capacity or plan.allocatable:
+                await self.client.patch(f"/api/v1/nodes/{name}/status",
+                                        {"status": {"capacity": plan.capacity, "allocatable": plan.allocatable}})
+        except errors.NotFound:
+            return
+
+    # --- operand pods ----------------------------------------------------------------------------------------
+
+    async def sync_operand_pods(self, name: str) -> None:
+        states = self.operand_states.get(name, {})
+        node = self.world.nodes.get(name)
+        for pod in self.world.operator_pods_on(name):
+            operand = operands.operand_of(pod)
+            if operand is None or pod["metadata"].get("deletionTimestamp"):
+                continue
+            await self.sync_operand_pod(pod, node, states.get(operand, operands.OperandState()))
+
+    async def sync_operand_pod(self, pod: dict[str, Any], node: dict[str, Any] | None,
+                               st: operands.OperandState) -> None:
+        status = pod.get("status", {})
+        if st.phase == operands.OK and (status.get("phase", "Pending") == "Pending" and not status.get("containerStatuses")):
+            return  # a fresh pod: the pod agent starts it
+        if operands.matches(pod, st):
+            return
+        m = pod["metadata"]
+        try:
+            await self.client.patch(f"/api/v1/namespaces/{m['namespace']}/pods/{m['name']}/status",
+                                    {"status": operands.pod_status(pod, node, st)})
+        except errors.NotFound:
+            return
+        host = pod["spec"].get("nodeName", "")
+        if st.phase in (operands.CRASH, operands.INIT_CRASH):
+            await self.recorder.record(pod, "Warning", "BackOff",
+                                       f"Back-off restarting failed container {st.container} in pod "
+                                       f"{m['name']}_{m['namespace']}({m['uid']})", host=host)
+        elif st.phase == operands.CREATING:
+            await self.recorder.record(pod, "Warning", "FailedMount", st.message, host=host)
+
+    # --- DRA ----------------------------------------------------------------------------------------------------
+
+    async def _sync_slice(self, name: str, node: dict[str, Any], plan: nodeplan.NodePlan) -> None:
+        if plan.dra_inventory is None:
+            await self._withdraw_slice(name)
+            return
+        devices = dra.devices(plan.dra_inventory)
+        text = json.dumps(devices, sort_keys=True)
+        if self.slices.get(name) == text:
+            return
+        self._generation += 1
+        body = dra.resource_slice(name, node["metadata"]["uid"], plan.dra_inventory, self._generation)
+        await self.client.request("PATCH", f"{dra.SLICES_PATH}/{dra.slice_name(name)}", body=json.dumps(body),
+                                  params={"fieldManager": "gpu.nvidia.com", "force": "true"},
+                                  content_type=APPLY_PATCH)
+        self.slices[name] = text
+
+    async def _withdraw_slice(self, name: str) -> None:
+        if name not in self.slices:
+            return
+        try:
+            await self.client.delete(f"{dra.SLICES_PATH}/{dra.slice_name(name)}")
+        except errors.NotFound:
+            pass
+        self.slices.pop(name, None)
+
+    async def adopt_slices(self) -> None:
+        """Learn which slices a previous run published, so they are withdrawn or kept correctly."""
+        listing = await self.client.get(dra.SLICES_PATH, fieldSelector=f"spec.driver={names.DRA_DRIVER}")
+        for s in listing.get("items", []):
+            node = s.get("spec", {}).get("nodeName")
+            if node:
+                self.slices[node] = json.dumps(s["spec"].get("devices", []), sort_keys=True)
+

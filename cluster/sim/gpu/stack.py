@@ -1,0 +1,169 @@
+"""The simulated NVIDIA GPU stack as one supervised process: ``python -m cluster.sim.gpu.stack --kubeconfig K``.
+
+It watches nodes, pods, the operator namespace's ConfigMaps and the ClusterPolicy, and runs the controllers as
+asyncio tasks: the operator (node labels, operand DaemonSets, policy status), the device plugin and GFD, the
+validator gate, the MIG manager, the DRA driver and the DCGM exporter. Until a ClusterPolicy exists it only
+watches. It must not schedule or bind pods: the real kube-scheduler does that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import time
+from typing import Any
+
+from cluster import errors
+from cluster.kube import kubeconfig
+from cluster.kube.client import AsyncClient
+from cluster.sim import informer, runner
+from cluster.sim.gpu import dcgm_exporter, events, names, operands, operatorctl, reconcile, world as world_mod
+
+log = logging.getLogger("gpulab.gpu-stack")
+POLICY_POLL = 1.0
+STATUS_EVERY = 0.5
+
+
+class Stack:
+    def __init__(self, client: AsyncClient) -> None:
+        self.client = client
+        self.world = world_mod.World()
+        self.recorder = events.Recorder(client, "gpu-operator")
+        self.nodes = reconcile.NodeReconciler(client, self.world, self.recorder)
+        self.operator = operatorctl.OperatorController(client, self.world)
+        self.exporter = dcgm_exporter.Exporter(client, self.world, self.recorder, self.nodes.operand_states)
+        self.node_informer = informer.Informer(client, "/api/v1/nodes", self.on_node)
+        self.pod_informer = informer.Informer(client, "/api/v1/pods", self.on_pod, fieldSelector="spec.nodeName!=")
+        self.cm_informer = informer.Informer(client, f"/api/v1/namespaces/{names.NAMESPACE}/configmaps", self.on_configmap)
+        self._endpoint_published = False
+
+    # --- event handlers ---------------------------------------------------------------------------------------
+
+    async def on_node(self, event: str, node: dict[str, Any]) -> None:
+        name = node["metadata"]["name"]
+        if event == "DELETED":
+            self.world.nodes.pop(name, None)
+        else:
+            self.world.nodes[name] = node
+        if self.world.policy is not None or event == "DELETED" or _has_gpu_state(node):
+            self.nodes.queue.add(name)
+
+    async def on_pod(self, event: str, pod: dict[str, Any]) -> None:
+        self.world.put_pod(event, pod)
+        if event == "DELETED" or pod["metadata"].get("namespace") != names.NAMESPACE:
+            return
+        operand = operands.operand_of(pod)
+        node = pod["spec"].get("nodeName", "")
+        if operand is None or pod["metadata"].get("deletionTimestamp"):
+            return
+        st = self.nodes.operand_states.get(node, {}).get(operand, operands.OperandState())
+        await self.nodes.sync_operand_pod(pod, self.world.nodes.get(node), st)
+
+    async def on_configmap(self, event: str, cm: dict[str, Any]) -> None:
+        name = cm["metadata"]["name"]
+        if name == names.DCGM_ENDPOINT_CONFIGMAP:
+            return
+        if event == "DELETED":
+            self.world.configmaps.pop(name, None)
+        else:
+            self.world.configmaps[name] = dict(cm.get("data") or {})
+        self._enqueue_gpu_nodes()
+
+    def _enqueue_gpu_nodes(self) -> None:
+        for name, node in self.world.nodes.items():
+            if self.world.policy is not None or _has_gpu_state(node):
+                self.nodes.queue.add(name)
+
+    async def on_policy(self, obj: dict[str, Any] | None) -> None:
+        if not self.world.set_policy(obj):
+            return
+        log.info("ClusterPolicy %s", "removed" if obj is None else "changed")
+        await self.operator.sync_workloads()
+        if self.world.policy is not None and not self._endpoint_published:
+            try:
+                await self.exporter.publish_endpoint()
+                self._endpoint_published = True
+            except errors.CourseError as exc:
+                log.warning("could not record the DCGM exporter URL: %s", exc)
+        if self.world.policy is None:
+            self._endpoint_published = False
+        self._enqueue_gpu_nodes()
+
+    # --- loops ----------------------------------------------------------------------------------------------------
+
+    async def policy_loop(self) -> None:
+        """List-and-watch the ClusterPolicy; while the CRD is missing, poll quietly."""
+        path = f"{names.POLICY_PATH}"
+        while True:
+            try:
+                listing = await self.client.get(path)
+                items = [o for o in listing.get("items", []) if o["metadata"]["name"] == names.POLICY_NAME]
+                await self.on_policy(items[0] if items else None)
+                rv = listing.get("metadata", {}).get("resourceVersion", "")
+                async for ev in self.client.watch(path, resource_version=rv, timeout_seconds=120):
+                    obj = ev.get("object", {})
+                    if ev.get("type") == "ERROR":
+                        break
+                    if ev.get("type") == "BOOKMARK" or obj.get("metadata", {}).get("name") != names.POLICY_NAME:
+                        continue
+                    if ev.get("type") == "DELETED":
+                        await self.on_policy(None)
+                    else:
+                        self.world.policy_obj = obj
+                        await self.on_policy(obj)
+            except asyncio.CancelledError:
+                raise
+            except errors.NotFound:
+                await self.on_policy(None)
+                await asyncio.sleep(POLICY_POLL)
+            except Exception as exc:  # API restarting, watch dropped
+                log.debug("policy watch interrupted: %s", exc)
+                await asyncio.sleep(POLICY_POLL)
+
+    async def status_loop(self) -> None:
+        while True:
+            await asyncio.sleep(STATUS_EVERY)
+            now = time.monotonic()
+            validated = {n for n, at in self.nodes.validated_at.items() if at <= now}
+            try:
+                await self.operator.update_status(self.nodes.operand_states, validated)
+            except errors.CourseError as exc:
+                log.debug("policy status update failed: %s", exc)
+
+    async def run(self) -> None:
+        self.exporter.serve()
+        tasks = [asyncio.ensure_future(t) for t in (self.node_informer.run(), self.pod_informer.run(),
+                                                     self.cm_informer.run(), self.nodes.queue.run())]
+        await self.node_informer.synced.wait()
+        await self.pod_informer.synced.wait()
+        await self.cm_informer.synced.wait()
+        try:
+            await self.nodes.adopt_slices()
+        except errors.CourseError as exc:
+            log.warning("could not list ResourceSlices: %s", exc)
+        tasks += [asyncio.ensure_future(t) for t in (self.policy_loop(), self.status_loop(), self.exporter.run())]
+        await asyncio.gather(*tasks)
+
+
+def _has_gpu_state(node: dict[str, Any]) -> bool:
+    """Whether a node still carries something the stack put there (so an uninstall can clean it)."""
+    labels = node.get("metadata", {}).get("labels") or {}
+    cap = node.get("status", {}).get("capacity") or {}
+    return names.GPU_PRESENT in labels or names.NFD_PCI in labels or any(k.startswith("nvidia.com/") for k in cap)
+
+
+async def _main(args: argparse.Namespace) -> None:
+    client = AsyncClient(kubeconfig.load(args.kubeconfig), max_connections=48)
+    await runner.retry_until_api(client)
+    await Stack(client).run()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--kubeconfig", required=True)
+    runner.run(_main(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""GPU stack commands: ``gpulab gpu-operator install|uninstall|status`` and ``gpulab fault inject|clear``."""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from cluster import backends
+from cluster.kube.client import Client
+from cluster.sim.gpu import hoststate, operator
+
+
+def _client() -> Client:
+    return Client.from_kubeconfig(backends.current().kubeconfig())
+
+
+def _print_status(st: operator.OperatorStatus, console: Console) -> None:
+    if not st.installed:
+        console.print("GPU Operator: [yellow]not installed[/] (gpulab gpu-operator install)")
+    else:
+        colour = "green" if st.state == "ready" else "red"
+        console.print(f"GPU Operator: ClusterPolicy cluster-policy [{colour}]{st.state or 'pending'}[/]"
+                      f"   metrics: {st.metrics_url or '-'}")
+    table = Table("node", "GPUs", "mode", "plugin config", "mig.config (state)", "capacity / allocatable",
+                  "faults", "operand pods not running", title="GPU nodes", title_justify="left")
+    for n in st.nodes:
+        res = "\n".join(f"{k}: {n.capacity[k]}/{n.allocatable.get(k, '0')}" for k in sorted(n.capacity)) or "-"
+        bad = "\n".join(f"{pod}: {s}" for pod, s in sorted(n.operands.items()) if s != "Running") or "-"
+        table.add_row(n.name, f"{n.gpus}x {n.model}", n.mode, n.plugin_config, f"{n.mig_config} ({n.mig_state})",
+                      res, ", ".join(n.faults) or "-", bad)
+    console.print(table)
+
+
+def register(cli: click.Group) -> None:
+    @cli.group("gpu-operator")
+    def gpu_operator() -> None:
+        """The simulated NVIDIA GPU Operator (ClusterPolicy, operands, device plugin, MIG manager, DRA, DCGM)."""
+
+    @gpu_operator.command()
+    @click.option("--no-wait", is_flag=True, help="Return without waiting for the ClusterPolicy to be ready.")
+    @click.option("--timeout", default=90.0, show_default=True, help="Seconds to wait for ready.")
+    def install(no_wait: bool, timeout: float) -> None:
+        """Install the operator: namespace, ClusterPolicy CRD and default policy, MIG config, DRA classes."""
+        with _client() as client:
+            state = operator.install(client, wait=not no_wait, timeout=timeout)
+        click.echo(f"gpu-operator installed; ClusterPolicy cluster-policy: {state or 'pending'}")
+
+    @gpu_operator.command()
+    def uninstall() -> None:
+        """Remove the operator and everything it put on nodes (MIG layouts stay, like on real GPUs)."""
+        with _client() as client:
+            operator.uninstall(client)
+        click.echo("gpu-operator uninstalled")
+
+    @gpu_operator.command("status")
+    @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+    def status_cmd(as_json: bool) -> None:
+        """Policy state, and per GPU node: mode, config, MIG state, resources, faults and failing operands."""
+        with _client() as client:
+            st = operator.status(client)
+        if as_json:
+            click.echo(operator.dumps(st))
+        else:
+            _print_status(st, Console())
+
+    @cli.group()
+    def fault() -> None:
+        """Inject or clear simulated GPU faults (stored on the node; every component sees them)."""
+
+    kinds = click.Choice(hoststate.FAULT_KINDS)
+
+    @fault.command()
+    @click.argument("node")
+    @click.argument("kind", type=kinds)
+    @click.option("--gpu", type=int, default=None, help="gpu-unhealthy: which GPU (default 0).")
+    def inject(node: str, kind: str, gpu: int | None) -> None:
+        """Inject fault KIND on NODE."""
+        with _client() as client:
+            now = operator.set_fault(client, node, kind, gpu, True)
+        click.echo(f"{node}: faults now {sorted(now.kinds) or 'none'}"
+                   + (f", unhealthy GPUs {sorted(now.unhealthy)}" if now.unhealthy else ""))
+
+    @fault.command()
+    @click.argument("node")
+    @click.argument("kind", type=kinds)
+    @click.option("--gpu", type=int, default=None, help="gpu-unhealthy: which GPU (default: all).")
+    def clear(node: str, kind: str, gpu: int | None) -> None:
+        """Clear fault KIND on NODE."""
+        with _client() as client:
+            now = operator.set_fault(client, node, kind, gpu, False)
+        click.echo(f"{node}: faults now {sorted(now.kinds) or 'none'}"
+                   + (f", unhealthy GPUs {sorted(now.unhealthy)}" if now.unhealthy else ""))
