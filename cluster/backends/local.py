@@ -27,7 +27,7 @@ from cluster.supervisor import ProcessSpec, Supervisor, free_port
 log = logging.getLogger(__name__)
 
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
-AGENTS = ("node-agent", "pod-agent")
+AGENTS = ("node-agent", "pod-agent", "gpu-stack")
 NODE_MONITOR_GRACE = "20s"
 LEASE_SECONDS = 20
 RENEW_EVERY = 5.0
@@ -152,6 +152,9 @@ class LocalBackend:
             )),
             "pod-agent": ProcessSpec("pod-agent", (
                 sys.executable, "-m", "cluster.sim.pod_agent", f"--kubeconfig={self._kc('agent')}",
+            )),
+            "gpu-stack": ProcessSpec("gpu-stack", (
+                sys.executable, "-m", "cluster.sim.gpu.stack", f"--kubeconfig={self._kc('agent')}",
             )),
             **{spec.name: spec for spec in self.extra_agents},
         }
