@@ -37,6 +37,7 @@ class Context:
 
     node: Mapping[str, Any]
     pods_on_node: Sequence[Mapping[str, Any]]
+    client: Any = None  # the agent's AsyncClient, for hooks that must read other objects (DRA claims)
 
 
 Hook = Callable[[Mapping[str, Any], Context], Awaitable[Decision | None]]

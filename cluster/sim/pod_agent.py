@@ -26,7 +26,7 @@ log = logging.getLogger("gpulab.pod-agent")
 RUN_SECONDS = "gpulab.dev/run-seconds"
 EXIT_CODE = "gpulab.dev/exit-code"
 JOB_DEFAULT_SECONDS = 5.0
-DEFAULT_HOOKS = os.environ.get("GPULAB_ADMISSION_HOOKS", "")
+DEFAULT_HOOKS = os.environ.get("GPULAB_ADMISSION_HOOKS", "cluster.sim.gpu.admission:admit")
 
 
 def pod_ip(pod: dict[str, Any]) -> str:
@@ -189,7 +189,7 @@ class PodAgent:
         others = [p for k, p in self.pod_informer.cache.items()
                   if p["spec"].get("nodeName") == name and k != informer.key_of(pod)
                   and p.get("status", {}).get("phase") in ("Running", "Pending")]
-        ctx = admission.Context(node=node, pods_on_node=others)
+        ctx = admission.Context(node=node, pods_on_node=others, client=self.client)
         merged: dict[str, str] = {}
         for hook in self.hooks:
             decision = await hook(pod, ctx)
