@@ -4,6 +4,11 @@ allocatable), each with a fix."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -97,3 +102,21 @@ def test_plugin_error_is_reported() -> None:
     inv = inventory.simulated_inventory("gpu-1", A100, 1, layouts={0: fit.placements})
     found = drift.drift(node({}, {}), inv, None, "single")
     assert kinds(found) == ["plugin-error"] and "more than one MIG device type" in found[0].message
+
+
+def test_cli_node_drift_through_kubectl(tmp_path: Path) -> None:
+    """`gpulab probe --node N --kubeconfig K` runs `kubectl --kubeconfig K get node N -o json` from PATH."""
+    root = Path(__file__).resolve().parents[2]
+    fixture = root / "tests/fixtures/nvml/a100-80gb-mig-mixed.json"
+    node_json = tmp_path / "node.json"
+    node_json.write_text(json.dumps(node({"nvidia.com/mig.config.state": "failed", "nvidia.com/mig.config": "all-3g.20gb"},
+                                         {"nvidia.com/gpu": "2"})))
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/args\ncat {node_json}\n')
+    kubectl.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-m", "labs.cli.main", "probe", "--json", "--replay", str(fixture), "--node", "gpu-1",
+                           "--kubeconfig", "/tmp/kc"], capture_output=True, text=True, cwd=root, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "args").read_text().split() == ["--kubeconfig", "/tmp/kc", "get", "node", "gpu-1", "-o", "json"]
+    assert [d["kind"] for d in json.loads(done.stdout)["drift"]] == ["mig-whole-gpus", "mig-config-failed"]
