@@ -1,0 +1,137 @@
+"""The kubelet-side Allocate hook: device choice, failRequestsGreaterThanOne and the recorded identities (§1)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from cluster.sim import admission as seam
+from cluster.sim.gpu import admission, names
+from gpustack_factories import TS_RENAME_4, default_policy, make_node, make_pod, settle
+
+pytestmark = pytest.mark.unit
+
+
+def shared_node(model: str = "T4", gpus: int = 1, policy_line: str = "") -> dict:
+    cfg = TS_RENAME_4 if not policy_line else TS_RENAME_4.replace("version: v1\n", f"version: v1\nflags:\n  plugin:\n    {policy_line}\n")
+    pol = default_policy(device_plugin_config="cm", device_plugin_default="ts")
+    node, _ = settle(make_node(model, gpus), pol, {"cm": {"ts": cfg}})
+    return node
+
+
+def run(pod: dict, node: dict, others: list[dict] | None = None) -> seam.Decision | None:
+    admission._CHECKPOINT.clear()
+    return asyncio.run(admission.admit(pod, seam.Context(node=node, pods_on_node=others or [])))
+
+
+def test_more_than_one_replica_is_rejected_with_the_kubelet_message() -> None:
+    """§1 failRequestsGreaterThanOne: phase Failed, UnexpectedAdmissionError, the plugin's error wrapped."""
+    node = shared_node(gpus=1)
+    d = run(make_pod(containers={"main": {"nvidia.com/gpu.shared": "2"}}), node)
+    assert d is not None and d.rejected and d.reason == "UnexpectedAdmissionError"
+    assert d.message == ('Allocate failed due to invalid allocation request for "nvidia.com/gpu.shared": invalid request: '
+                         "maximum request size for shared resources is 1; found 2, which is unexpected")
+
+
+def test_one_replica_gets_a_replica_id_and_the_gpu_uuid() -> None:
+    """§1 replica IDs `<uuid>::<i>`; NVIDIA_VISIBLE_DEVICES carries the physical GPU's UUID."""
+    node = shared_node()
+    d = run(make_pod(containers={"main": {"nvidia.com/gpu.shared": "1"}}), node)
+    assert d is not None and not d.rejected
+    devices = json.loads(d.annotations[names.POD_DEVICES])["main"]
+    uuid = devices[0]["uuid"]
+    assert devices[0]["id"] == f"{uuid}::0" and uuid.startswith("GPU-")
+    assert json.loads(d.annotations[names.POD_ENV]) == {"main": {"NVIDIA_VISIBLE_DEVICES": uuid}}
+    assert d.env == {"NVIDIA_VISIBLE_DEVICES": uuid}
+
+
+def test_pods_on_one_gpu_share_its_uuid_and_take_distinct_replicas() -> None:
+    """§1: four time-sliced pods on a 1-GPU node see the same UUID; no replica is handed out twice."""
+    node = shared_node()
+    admission._CHECKPOINT.clear()
+    others: list[dict] = []
+    for i in range(4):
+        pod = make_pod(f"p{i}", containers={"main": {"nvidia.com/gpu.shared": "1"}})
+        d = asyncio.run(admission.admit(pod, seam.Context(node=node, pods_on_node=list(others))))
+        assert d is not None and not d.rejected
+        others.append({**pod, "metadata": {**pod["metadata"], "annotations": dict(d.annotations)}})
+    items = [json.loads(p["metadata"]["annotations"][names.POD_DEVICES])["main"][0] for p in others]
+    assert len({i["uuid"] for i in items}) == 1 and len({i["id"] for i in items}) == 4
+    d = asyncio.run(admission.admit(make_pod("p5", containers={"main": {"nvidia.com/gpu.shared": "1"}}),
+                                    seam.Context(node=node, pods_on_node=others)))
+    assert d is not None and d.rejected and "requested number of devices unavailable" in d.message
+
+
+def test_checkpoint_covers_pods_whose_annotations_have_not_arrived() -> None:
+    """The device manager's own record: a pod admitted a moment ago keeps its replica even without annotations."""
+    node = shared_node()
+    admission._CHECKPOINT.clear()
+    first = make_pod("a", containers={"main": {"nvidia.com/gpu.shared": "1"}})
+    d1 = asyncio.run(admission.admit(first, seam.Context(node=node, pods_on_node=[])))
+    d2 = asyncio.run(admission.admit(make_pod("b", containers={"main": {"nvidia.com/gpu.shared": "1"}}),
+                                     seam.Context(node=node, pods_on_node=[first])))
+    assert d1 and d2
+    ids = {json.loads(d.annotations[names.POD_DEVICES])["main"][0]["id"] for d in (d1, d2)}
+    assert len(ids) == 2
+
+
+def test_distributed_and_packed_policies() -> None:
+    """§1 sharedDevicesAllocationPolicy: distributed spreads replicas over GPUs, packed fills one GPU first."""
+    devs = [admission.Registered(f"G{g}::{i}", f"G{g}", g, True) for g in range(2) for i in range(4)]
+    taken = {"G0::0"}
+    assert admission.pick(devs, taken, 1, "distributed")[0].uuid == "G1"  # type: ignore[index]
+    assert admission.pick(devs, taken, 1, "packed")[0].uuid == "G0"  # type: ignore[index]
+    spread = admission.pick(devs, set(), 2, "distributed")
+    assert spread is not None and {d.uuid for d in spread} == {"G0", "G1"}
+
+
+def test_unhealthy_devices_are_never_allocated() -> None:
+    """Health (§1, DP health checks): unhealthy devices are not handed out."""
+    devs = [admission.Registered("A", "A", 0, False), admission.Registered("B", "B", 1, True)]
+    assert admission.pick(devs, set(), 1, "distributed") == [devs[1]]
+    assert admission.pick(devs, set(), 2, "distributed") is None
+
+
+def test_resource_the_plugin_does_not_serve_is_out_of_resource() -> None:
+    """Kubelet predicate admission: a resource the node does not have -> OutOf<resource>."""
+    node, _ = settle(make_node("T4", 1), default_policy())
+    d = run(make_pod(containers={"main": {"nvidia.com/gpu.shared": "1"}}), node)
+    assert d is not None and d.rejected and d.reason == "OutOfnvidia.com/gpu.shared"
+    assert d.message == "Node didn't have enough resource: nvidia.com/gpu.shared, requested: 1, used: 0, capacity: 0"
+
+
+def test_pods_without_gpus_are_left_alone() -> None:
+    node, _ = settle(make_node("T4", 1), default_policy())
+    assert run(make_pod(containers={"main": {"cpu": "1"}}), node) is None
+
+
+def test_whole_gpus_are_distinct_per_pod() -> None:
+    """Without sharing, each pod gets its own GPU; a 2-GPU request lists both UUIDs in NVIDIA_VISIBLE_DEVICES."""
+    node, _ = settle(make_node("A100-SXM4-80GB", 4), default_policy())
+    d = run(make_pod(containers={"main": {"nvidia.com/gpu": "2"}}), node)
+    assert d is not None and not d.rejected
+    visible = json.loads(d.annotations[names.POD_ENV])["main"]["NVIDIA_VISIBLE_DEVICES"].split(",")
+    assert len(set(visible)) == 2
+
+
+def test_dra_claims_give_the_container_the_allocated_device() -> None:
+    """§7: an allocated claim is prepared: the container referencing it gets the device's UUID."""
+    node, _ = settle(make_node("A100-SXM4-80GB", 4), default_policy())
+
+    class FakeClient:
+        async def get(self, path: str) -> dict:
+            assert path.endswith("/resourceclaims/pod-gpu-abc")
+            return {"status": {"allocation": {"devices": {"results": [
+                {"request": "gpu", "driver": "gpu.nvidia.com", "pool": node["metadata"]["name"], "device": "gpu-2"}]}}}}
+
+    pod = make_pod(containers={})
+    pod["spec"]["containers"] = [{"name": "main", "resources": {"claims": [{"name": "gpu"}]}}]
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "t"}]
+    pod["status"]["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": "pod-gpu-abc"}]
+    admission._CHECKPOINT.clear()
+    d = asyncio.run(admission.admit(pod, seam.Context(node=node, pods_on_node=[], client=FakeClient())))
+    assert d is not None and not d.rejected
+    item = json.loads(d.annotations[names.POD_DEVICES])["main"][0]
+    assert item["id"] == "gpu-2" and item["uuid"].startswith("GPU-")

@@ -1,0 +1,146 @@
+"""The simulated MIG manager's decisions and what a node advertises after it applied a layout (§2-§4)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cluster.sim.gpu import manifests, migmanager, names
+from gpustack_factories import default_policy, ext, make_node, settle, with_layout
+
+pytestmark = pytest.mark.unit
+FILE = manifests.mig_configmap()["data"][names.MIG_CONFIG_KEY]
+IMPOSSIBLE = """version: v1
+mig-configs:
+  too-big:
+  - devices: all
+    mig-enabled: true
+    mig-devices:
+      "3g.40gb": 2
+      "1g.10gb": 1
+"""
+
+
+def labelled(config: str, model: str = "A100-SXM4-80GB", gpus: int = 4, **labels: str) -> dict:
+    node, _ = settle(make_node(model, gpus), default_policy())
+    node["metadata"]["labels"].update({names.MIG_CONFIG: config, **labels})
+    return node
+
+
+def applied(config: str, strategy: str = "mixed", model: str = "A100-SXM4-80GB") -> dict:
+    node = labelled(config, model)
+    d = migmanager.decide(node, default_policy(mig_strategy=strategy), FILE)
+    assert d.action == migmanager.APPLY and d.result is not None and d.result.ok, d
+    node = with_layout(node, d.result.layouts)
+    node, _ = settle(node, default_policy(mig_strategy=strategy))
+    return node
+
+
+def test_unknown_config_name_fails_at_once() -> None:
+    """§3 mig.config.state: `failed` if the name is not in the file (assert --valid-config), no pending."""
+    d = migmanager.decide(labelled("all-9g.99gb"), default_policy(), FILE)
+    assert d.action == migmanager.FAILED and d.reason == "selected mig-config not present: all-9g.99gb"
+
+
+def test_already_applied_config_succeeds_at_once() -> None:
+    """§3: `success` immediately when the config is already applied (all-disabled on a fresh node)."""
+    d = migmanager.decide(labelled("all-disabled"), default_policy(), FILE)
+    assert d.action == migmanager.SUCCESS
+
+
+def test_a_new_layout_goes_through_pending() -> None:
+    """§3: a real change -> pending, then apply; recorded success/failed stops further work."""
+    node = labelled("all-1g.10gb")
+    assert migmanager.decide(node, default_policy(), FILE).action == migmanager.APPLY
+    node["metadata"]["labels"][names.MIG_CONFIG_STATE] = "success"
+    node["metadata"]["annotations"][names.MIG_APPLIED] = "all-1g.10gb"
+    assert migmanager.decide(node, default_policy(), FILE).action == migmanager.NONE
+
+
+def test_impossible_layout_fails_with_a_reason() -> None:
+    """§4 fit: 3g.40gb x2 + 1g.10gb does not fit an 8-slice GPU -> apply fails with the placement reason."""
+    d = migmanager.decide(labelled("too-big"), default_policy(), IMPOSSIBLE)
+    assert d.action == migmanager.APPLY and d.result is not None and not d.result.ok
+    assert "does not fit on NVIDIA A100-SXM4-80GB" in d.reason
+
+
+def test_broken_file_fails() -> None:
+    """§4 strict parser: an unknown field in the mig-parted file -> failed with the parser's words."""
+    d = migmanager.decide(labelled("x"), default_policy(), "version: v1\nmig-configs:\n  x:\n  - devices: all\n    mig-enabled: false\n    colour: red\n")
+    assert d.action == migmanager.FAILED and "unexpected field: colour" in d.reason
+
+
+def test_t4_is_not_mig_capable() -> None:
+    """§4/§3: a T4 has no MIG manager; a mig.config label there does nothing."""
+    assert migmanager.decide(labelled("all-1g.10gb", "T4", 1), default_policy(), FILE).action == migmanager.NONE
+
+
+def test_all_1g_10gb_mixed_gives_7_per_gpu_and_no_whole_gpus() -> None:
+    """§2 mixed + §4 defaults: all-1g.10gb on A100-80GB -> nvidia.com/mig-1g.10gb 7 per GPU; nvidia.com/gpu gone;
+    parents labelled gpu.replicas=0."""
+    node = applied("all-1g.10gb")
+    assert ext(node) == {"nvidia.com/mig-1g.10gb": "28"}
+    labels = node["metadata"]["labels"]
+    assert labels["nvidia.com/mig-1g.10gb.count"] == "28" and labels["nvidia.com/gpu.replicas"] == "0"
+    assert labels["nvidia.com/mig-1g.10gb.product"] == "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb"
+
+
+def test_all_balanced_gives_2_1_1_per_gpu() -> None:
+    """§4 defaults: all-balanced on A100-80GB = 1g.10gb x2 + 2g.20gb x1 + 3g.40gb x1 per GPU."""
+    node = applied("all-balanced")
+    assert ext(node) == {"nvidia.com/mig-1g.10gb": "8", "nvidia.com/mig-2g.20gb": "4", "nvidia.com/mig-3g.40gb": "4"}
+
+
+def test_single_strategy_counts_mig_devices_as_gpus() -> None:
+    """§2 single: nvidia.com/gpu = #MIG devices; gpu.product gets -MIG-<profile>."""
+    node = applied("all-1g.10gb", strategy="single")
+    assert ext(node) == {"nvidia.com/gpu": "28"}
+    assert node["metadata"]["labels"]["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb"
+
+
+def test_single_strategy_with_mixed_profiles_crashes_the_plugin() -> None:
+    """§2 single: more than one MIG device type -> the plugin fails (allocatable 0); GFD labels MIG-INVALID."""
+    node = applied("all-balanced", strategy="single")
+    assert ext(node, "allocatable") == {"nvidia.com/gpu": "0"}
+    assert node["metadata"]["labels"]["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-80GB-MIG-INVALID"
+
+
+def test_time_sliced_mig_1g_10gb_gives_28_per_gpu() -> None:
+    """§1: mixed-strategy MIG resources can be time-sliced: 1g.10gb x 4 replicas = 28 allocations per GPU."""
+    cfg = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/mig-1g.10gb\n      replicas: 4\n"
+    node = applied("all-1g.10gb")
+    pol = default_policy(mig_strategy="mixed", device_plugin_config="cm", device_plugin_default="ts")
+    node, _ = settle(node, pol, {"cm": {"ts": cfg}})
+    assert ext(node) == {"nvidia.com/mig-1g.10gb": str(28 * 4)}
+    assert node["metadata"]["labels"]["nvidia.com/mig-1g.10gb.replicas"] == "4"
+
+
+def test_mps_with_mig_is_rejected() -> None:
+    """§1: MPS sharing with MIG devices -> `sharing using MPS is not supported for MIG devices`."""
+    cfg = ("version: v1\nflags:\n  mpsRoot: /run/nvidia/mps\nsharing:\n  mps:\n    resources:\n"
+           "    - name: nvidia.com/gpu\n      replicas: 2\n")
+    node = applied("all-1g.10gb", strategy="single")
+    pol = default_policy(mig_strategy="single", device_plugin_config="cm", device_plugin_default="mps")
+    _, plan = settle(node, pol, {"cm": {"mps": cfg}})
+    assert plan.operands["device-plugin"].message.endswith("sharing using MPS is not supported for MIG devices")
+
+
+def test_pause_and_restore_deploy_labels() -> None:
+    """§3: during pending the plugin, GFD, dcgm and dcgm-exporter deploy labels are paused-for-mig-change."""
+    node, _ = settle(make_node(), default_policy())
+    paused = migmanager.paused_labels(node["metadata"]["labels"])
+    assert set(paused) == {names.DEPLOY_PREFIX + o for o in ("device-plugin", "gpu-feature-discovery", "dcgm", "dcgm-exporter")}
+    assert set(paused.values()) == {names.PAUSED}
+    node["metadata"]["labels"].update(paused)
+    assert migmanager.restored_labels(node["metadata"]["labels"]) == {k: "true" for k in paused}
+    _, plan = settle(node, default_policy())
+    assert plan.operands  # the operator keeps the paused labels while the MIG manager works
+    assert node["metadata"]["labels"][names.DEPLOY_PREFIX + "device-plugin"] == names.PAUSED
+
+
+def test_gpu_pods_are_the_ones_evicted() -> None:
+    """MIG manager drains GPU workloads: pods with nvidia.com/* resources or resource claims, not operands."""
+    gpu = {"metadata": {"namespace": "t"}, "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+    claim = {"metadata": {"namespace": "t"}, "spec": {"resourceClaims": [{"name": "g"}], "containers": []}}
+    cpu = {"metadata": {"namespace": "t"}, "spec": {"containers": [{"resources": {"limits": {"cpu": "1"}}}]}}
+    operand = {"metadata": {"namespace": names.NAMESPACE}, "spec": gpu["spec"]}
+    assert [migmanager.is_gpu_pod(p) for p in (gpu, claim, cpu, operand)] == [True, True, False, False]
