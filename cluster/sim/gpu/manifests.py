@@ -114,6 +114,11 @@ def daemonset(operand: str) -> dict[str, Any]:
         ds_name, main = names.OPERANDS[operand]
         selector = {names.DEPLOY_PREFIX + operand: "true"}
     containers = [_container(main)] + [_container(s) for s in operands.SIDECARS.get(operand, ())]
+    affinity: dict[str, Any] = {}
+    if operand == "device-plugin":  # gpulab's mode rule: DRA nodes get no device plugin (docs/gpu-stack.md)
+        term = {"matchExpressions": [{"key": names.DRA_ENABLED, "operator": "NotIn", "values": ["true"]}]}
+        affinity = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [term]}}}}
     labels = {names.OPERAND_LABEL: ds_name, "app.kubernetes.io/part-of": "gpu-operator"}
     return {
         "apiVersion": "apps/v1", "kind": "DaemonSet",
@@ -124,6 +129,7 @@ def daemonset(operand: str) -> dict[str, Any]:
                 "metadata": {"labels": labels},
                 "spec": {
                     "nodeSelector": selector,
+                    **affinity,
                     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
                     "priorityClassName": "system-node-critical",
                     "initContainers": [_container(i) for i in operands.INIT_CONTAINERS.get(operand, ())],
