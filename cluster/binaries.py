@@ -236,7 +236,8 @@ def ensure(
     if "cache" in sources and not force:
         found = cached()
         if found is not None:
-            _ensure_extras(found, prog)
+            if "build" in sources:
+                _ensure_extras(found, prog)
             return found
         tried.append(f"cache: nothing verified in {bin_dir()}")
     if "download" in sources:

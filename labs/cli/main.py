@@ -37,7 +37,7 @@ _register_all()
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        cli.main(args=argv, prog_name="gpulab", standalone_mode=False)
+        rv = cli.main(args=argv, prog_name="gpulab", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return 130
@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         return 130
-    return 0
+    # With standalone_mode=False, click returns the code given to ctx.exit(n) instead of raising it.
+    return rv if isinstance(rv, int) else 0
 
 
 if __name__ == "__main__":

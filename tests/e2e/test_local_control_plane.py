@@ -1,0 +1,184 @@
+"""The local backend runs a real control plane: the real scheduler places pods, RBAC limits tenants, and the
+cluster survives a dead component and a stopped heartbeat."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import time
+
+from cluster import errors
+from cluster.backends.local import LocalBackend
+from cluster.progress import LogProgress
+from cluster.testing import LocalCluster, wait_for
+
+
+def _pod(name: str, **spec: object) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "3600"]}], **spec}}
+
+
+def test_status_json_lists_every_fleet_node_ready(local_cluster: LocalCluster) -> None:
+    out = local_cluster.gpulab("status", "--json")
+    data = json.loads(out.stdout)
+    assert data["healthy"] is True
+    names = {n["name"] for n in data["nodes"]}
+    assert names == {"cpu-0", "t4-0", "l40s-0", "a100-0", "a100-1", "h100-0"}
+    assert all(n["ready"] for n in data["nodes"])
+    a100 = next(n for n in data["nodes"] if n["name"] == "a100-0")
+    assert "nvidia.com/gpu=present:NoSchedule" in a100["taints"]
+    got = local_cluster.kubectl("get", "nodes", "-o", "name")
+    assert "node/h100-0" in got.stdout
+    version = local_cluster.kubectl("version", "-o", "json")
+    assert json.loads(version.stdout)["serverVersion"]["gitVersion"] == "v1.36.3"
+
+
+def test_everything_listens_on_loopback_only(local_cluster: LocalCluster) -> None:
+    import psutil
+
+    pids = {c.pid for c in local_cluster.backend.components() if c.pid}
+    listening = [c for c in psutil.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN and c.pid in pids]
+    assert listening, "expected the control plane to listen somewhere"
+    assert all(c.laddr.ip in ("127.0.0.1", "::1") for c in listening), listening
+
+
+def test_real_scheduler_binds_and_pod_agent_runs(local_cluster: LocalCluster, namespace: str) -> None:
+    pod = _pod("placed", nodeSelector={"gpulab.dev/pool": "a100"},
+               tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
+    with local_cluster.client() as c:
+        c.create(f"/api/v1/namespaces/{namespace}/pods", pod)
+        got = wait_for(lambda: (p := c.get(f"/api/v1/namespaces/{namespace}/pods/placed"))["status"].get("phase")
+                       == "Running" and p, what="pod Running")
+    assert got["spec"]["nodeName"] in ("a100-0", "a100-1")
+    assert got["status"]["podIP"]
+    assert got["status"]["containerStatuses"][0]["ready"] is True
+
+
+def test_pod_that_fits_nowhere_gets_the_schedulers_event(local_cluster: LocalCluster, namespace: str) -> None:
+    pod = _pod("nowhere", nodeSelector={"gpulab.dev/pool": "a100"})  # no toleration for the GPU taint
+    with local_cluster.client() as c:
+        c.create(f"/api/v1/namespaces/{namespace}/pods", pod)
+
+        def failed_event() -> str | None:
+            evs = c.get(f"/api/v1/namespaces/{namespace}/events", fieldSelector="involvedObject.name=nowhere")
+            msgs = [e["message"] for e in evs["items"] if e["reason"] == "FailedScheduling"]
+            return msgs[0] if msgs else None
+
+        message = wait_for(failed_event, what="FailedScheduling event")
+        assert c.get(f"/api/v1/namespaces/{namespace}/pods/nowhere")["status"]["phase"] == "Pending"
+    assert re.match(r"0/6 nodes are available: ", message), message
+    assert "node(s) had untolerated taint(s)" in message
+    assert "node(s) didn't match Pod's node affinity/selector" in message
+
+
+def test_job_pods_complete(local_cluster: LocalCluster, namespace: str) -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},
+           "spec": {"template": {"metadata": {"annotations": {"gpulab.dev/run-seconds": "1"}},
+                                 "spec": {"restartPolicy": "Never", "containers": [
+                                     {"name": "main", "image": "busybox:1.36", "command": ["true"]}]}}}}
+    with local_cluster.client() as c:
+        c.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
+        wait_for(lambda: c.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/once").get("status", {}).get("succeeded"),
+                 timeout=60, what="Job succeeded")
+
+
+def test_tenant_kubeconfig_is_limited_to_its_namespace(local_cluster: LocalCluster) -> None:
+    path = local_cluster.backend.tenant_kubeconfig("team-a")
+    local_cluster.backend.tenant_kubeconfig("team-b")
+
+    def can(*args: str) -> str:
+        return local_cluster.kubectl("auth", "can-i", *args, kubeconfig=path, check=False).stdout.strip()
+
+    assert can("create", "pods", "-n", "team-a") == "yes"
+    assert can("get", "nodes") == "yes"
+    assert can("patch", "nodes") == "no"
+    assert can("get", "secrets", "-n", "team-a") == "no"
+    assert can("create", "pods", "-n", "team-b") == "no"
+    assert can("get", "pods", "-n", "kube-system") == "no"
+    created = local_cluster.kubectl("run", "hello", "--image=busybox:1.36", "-n", "team-a", kubeconfig=path)
+    assert "created" in created.stdout
+    denied = local_cluster.kubectl("get", "pods", "-n", "team-b", kubeconfig=path, check=False)
+    assert denied.returncode != 0 and "forbidden" in denied.stderr
+
+
+def test_killed_apiserver_is_reported_and_restored_with_objects(local_cluster: LocalCluster, namespace: str) -> None:
+    with local_cluster.client() as c:
+        c.create(f"/api/v1/namespaces/{namespace}/configmaps",
+                 {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "keep-me"}, "data": {"a": "1"}})
+    be = local_cluster.backend
+    pid = be.sup.pid("kube-apiserver")
+    assert pid
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: be.sup.pid("kube-apiserver") is None, what="apiserver gone")
+    out = local_cluster.gpulab("status", check=False)
+    assert out.returncode != 0
+    assert "kube-apiserver is not running" in out.stdout
+    local_cluster.gpulab("up")
+    with local_cluster.client() as c:
+        assert c.get(f"/api/v1/namespaces/{namespace}/configmaps/keep-me")["data"] == {"a": "1"}
+    assert json.loads(local_cluster.gpulab("status", "--json").stdout)["healthy"] is True
+
+
+def test_stopped_heartbeat_turns_node_notready_via_lifecycle_controller(local_cluster: LocalCluster) -> None:
+    local_cluster.gpulab("node", "heartbeat", "cpu-0", "off")
+    try:
+        with local_cluster.client() as c:
+            def unready() -> dict[str, object] | None:
+                node = c.get("/api/v1/nodes/cpu-0")
+                ready = next(x for x in node["status"]["conditions"] if x["type"] == "Ready")
+                taints = {t["key"] for t in node["spec"].get("taints", [])}
+                return node if ready["status"] == "Unknown" and "node.kubernetes.io/unreachable" in taints else None
+
+            node = wait_for(unready, timeout=60, what="cpu-0 NotReady")
+            ready = next(x for x in node["status"]["conditions"] if x["type"] == "Ready")  # type: ignore[index]
+            assert ready["reason"] == "NodeStatusUnknown"
+    finally:
+        local_cluster.gpulab("node", "heartbeat", "cpu-0", "on")
+    with local_cluster.client() as c:
+        wait_for(lambda: all(x["status"] == "True" for x in c.get("/api/v1/nodes/cpu-0")["status"]["conditions"]
+                             if x["type"] == "Ready")
+                 and not any(t["key"].startswith("node.kubernetes.io/") for t in
+                             c.get("/api/v1/nodes/cpu-0")["spec"].get("taints", [])),
+                 timeout=60, what="cpu-0 Ready again")
+
+
+def test_up_again_is_a_noop(local_cluster: LocalCluster) -> None:
+    before = {c.name: c.pid for c in local_cluster.backend.components()}
+    started = time.monotonic()
+    local_cluster.gpulab("up")
+    assert time.monotonic() - started < 20
+    assert {c.name: c.pid for c in local_cluster.backend.components()} == before
+
+
+def test_port_already_taken_is_avoided(tmp_path: object) -> None:
+    """A second cluster whose saved apiserver port is occupied picks another free port."""
+    from pathlib import Path
+
+    root = Path(str(tmp_path))
+    be = LocalBackend("porttest", root)
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", 0))
+    blocker.listen()
+    taken = blocker.getsockname()[1]
+    be.dir.mkdir(parents=True)
+    (be.dir / "state.json").write_text(json.dumps({"backend": "local", "ports": {"apiserver": taken}}))
+    try:
+        ports = be._step_ports(be._state())
+        assert ports["apiserver"] != taken
+        assert len(set(ports.values())) == len(ports)
+    finally:
+        blocker.close()
+
+
+def test_fleet_mismatch_is_refused(local_cluster: LocalCluster) -> None:
+    from cluster import fleet
+
+    try:
+        local_cluster.backend.up(fleet.load("platform"), LogProgress())
+    except errors.ClusterError as exc:
+        assert "already runs fleet 'starter'" in str(exc)
+    else:
+        raise AssertionError("expected a ClusterError")
