@@ -66,6 +66,9 @@ class ItemView:
                                         for i, o in enumerate(slot.options))))  # fmt: skip
         parts += [self.control, self.submit, self.feedback]
         self.box = w.VBox(parts, layout=w.Layout(margin="0 0 12px 0"))
+        self.box.add_class("gq-question")  # stable hooks for styling and for the browser test
+        self.box.add_class(f"gq-type-{item.type.value}")
+        self.box.add_class(f"gq-item-{item.id}")
         self._restore()
 
     def _make_control(self, number: int) -> w.Widget:
