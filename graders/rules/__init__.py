@@ -65,7 +65,8 @@ class RuleInfo:
 
 def _summary(module: ModuleType) -> str:
     doc = (module.__doc__ or "").strip().splitlines()[0]
-    return doc.split(":", 1)[1].strip() if ":" in doc else doc
+    text = doc.split(":", 1)[1].strip() if ":" in doc else doc
+    return (text[:1].upper() + text[1:]).replace("``", "`")
 
 
 RULES: tuple[RuleInfo, ...] = (

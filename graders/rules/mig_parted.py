@@ -91,7 +91,9 @@ def _split(data: dict[str, object], problem: str) -> tuple[source.YPath, str]:
         for i, _ in enumerate(manifests.as_list(items)):
             prefix = f"mig-configs.{name}[{i}]: "
             if problem.startswith(prefix):
-                return ("mig-configs", name, i), problem[len(prefix):]
+                message = problem[len(prefix):]
+                field = message.removeprefix("unexpected field: ") if message.startswith("unexpected field: ") else ""
+                return ("mig-configs", name, i) + ((field,) if field else ()), message
     if best[0]:
         return best
     if problem.startswith(("unknown version", "unable to parse with missing 'version'")):

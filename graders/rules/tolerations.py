@@ -67,14 +67,25 @@ def _fleet(doc: source.Document, pod: manifests.PodSpecAt, fleet: context.FleetF
         return
     blocking = sorted({t for n in selected for t in needs.untolerated(n)})
     taint = blocking[0]
-    yield base.emit(doc, _where(pod), _variant(needs, taint), owner=pod.owner, taint=str(taint),
+    variant = _variant(needs, taint)
+    closest = _closest(needs, taint)
+    yield base.emit(doc, _where(pod, variant, closest), variant, owner=pod.owner, taint=str(taint),
                     taint_key=taint.key, taint_value=taint.value, taint_effect=taint.effect,
                     nodes=", ".join(n.name for n in selected), resources=", ".join(sorted(wanted)),
-                    **_closest(needs, taint))
+                    **_fields(closest))
 
 
-def _where(pod: manifests.PodSpecAt) -> source.YPath:
-    return pod.path + ("tolerations",) if "tolerations" in pod.spec else pod.path
+# The field of the closest toleration that a learner has to change, per variant.
+_FIELD = {"gpu-tolerations/wrong-key": "key", "gpu-tolerations/wrong-effect": "effect",
+          "gpu-tolerations/wrong-value": "value"}
+
+
+def _where(pod: manifests.PodSpecAt, variant: str, closest: placement.Toleration | None) -> source.YPath:
+    if closest is None:
+        return pod.path + ("tolerations",) if "tolerations" in pod.spec else pod.path
+    item = pod.path + ("tolerations", closest.index)
+    field = _FIELD.get(variant)
+    return item + (field,) if field else item
 
 
 def _variant(needs: placement.PodNeeds, taint: context.Taint) -> str:
@@ -91,14 +102,16 @@ def _variant(needs: placement.PodNeeds, taint: context.Taint) -> str:
     return "gpu-tolerations/wrong-value"
 
 
-def _closest(needs: placement.PodNeeds, taint: context.Taint) -> dict[str, object]:
+def _closest(needs: placement.PodNeeds, taint: context.Taint) -> placement.Toleration | None:
+    """The toleration the learner most likely meant for this taint: same key, else the most similar key."""
     same_key = [t for t in needs.tolerations if t.key == taint.key]
     if same_key:
-        tol = same_key[0]
-    else:
-        keys = [t.key for t in needs.tolerations]
-        close = difflib.get_close_matches(taint.key, keys, n=1, cutoff=0.0)
-        tol = next((t for t in needs.tolerations if close and t.key == close[0]), None)  # type: ignore[assignment]
+        return same_key[0]
+    close = difflib.get_close_matches(taint.key, [t.key for t in needs.tolerations], n=1, cutoff=0.0)
+    return next((t for t in needs.tolerations if close and t.key == close[0]), None)
+
+
+def _fields(tol: placement.Toleration | None) -> dict[str, object]:
     if tol is None:
         return {"index": "", "tol_key": "", "tol_value": "", "tol_effect": "", "tol_operator": ""}
     return {"index": tol.index, "tol_key": tol.key or "(empty)", "tol_value": tol.value or "(empty)",

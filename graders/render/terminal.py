@@ -1,0 +1,44 @@
+"""Terminal output with rich: findings grouped by file, each with its line, rule, message and hint."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from graders import findings
+
+_STYLE = {findings.Severity.ERROR: "bold red", findings.Severity.WARNING: "yellow", findings.Severity.INFO: "cyan"}
+
+
+def print_lint(result: findings.LintResult, console: Console, *, show_info: bool = True) -> None:
+    shown = [f for f in result.findings if show_info or f.severity is not findings.Severity.INFO]
+    for file, group in groupby(shown, key=lambda f: f.file):
+        console.print(Text(file, style="bold underline"))
+        for f in group:
+            where = f"{f.line}:{f.column}" if f.line else "-"
+            console.print(
+                f"  [dim]{where:>7}[/dim] [{_STYLE[f.severity]}]{f.severity.value:<7}[/] "
+                f"[magenta]{escape(f.rule)}[/magenta]  {escape(f.message)}",
+                soft_wrap=True,
+            )
+            console.print(f"          [dim]hint:[/dim] {escape(f.hint)}", soft_wrap=True, style="green")
+    console.print(summary(result), style="bold red" if result.errors else "bold green")
+
+
+def summary(result: findings.LintResult) -> str:
+    infos = result.count(findings.Severity.INFO)
+    files = len(result.files)
+    return (f"{files} file{'s' if files != 1 else ''} checked: {result.errors} error(s), "
+            f"{result.warnings} warning(s), {infos} note(s)")
+
+
+def print_report(report: findings.Report, console: Console) -> None:
+    console.print(Text(f"Lab {report.lab}: {report.score:g}/{report.max_score:g}", style="bold"))
+    for check in report.checks:
+        mark = "[green]✔[/green]" if check.passed else "[red]✘[/red]"
+        console.print(f"  {mark} {escape(check.id)} ({check.points:g} pt)  {escape(check.message)}", soft_wrap=True)
+        if not check.passed and check.hint:
+            console.print(f"      [dim]hint:[/dim] {escape(check.hint)}", style="green", soft_wrap=True)
