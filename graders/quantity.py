@@ -7,6 +7,7 @@ rounds except the nano-precision round-up that Kubernetes itself applies.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ def parse(raw: object) -> Quantity:
     return parse_text(text.strip() if isinstance(raw, str) else text)
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_text(text: str) -> Quantity:
     if len(text) > 128:
         raise QuantityError(FORMAT_ERROR)

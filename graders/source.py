@@ -66,8 +66,8 @@ class Limits:
 
     max_bytes: int = 1024 * 1024
     max_depth: int = 64
-    max_nodes: int = 100_000  # after alias expansion
-    max_documents: int = 2_000
+    max_nodes: int = 50_000  # after alias expansion
+    max_documents: int = 500  # empty documents count too
 
 
 DEFAULT_LIMITS = Limits()
@@ -238,6 +238,7 @@ class _Composer:
         self.documents: list[Document] = []
         self.problems: list[findings.Finding] = []
         self.nodes = 0
+        self.seen_documents = 0
         self._lines: list[str] | None = None
         self._reset_document()
 
@@ -268,6 +269,9 @@ class _Composer:
 
     def _on_event(self, event: Any) -> None:
         if isinstance(event, yaml.DocumentStartEvent):
+            self.seen_documents += 1
+            if self.seen_documents > self.limits.max_documents:
+                raise _Stop(make_finding("input-limits/documents", self.file, self.mark(event), limit=self.limits.max_documents))
             self._reset_document()
             self.doc_start = self.mark(event)
         elif isinstance(event, yaml.DocumentEndEvent):
@@ -284,8 +288,6 @@ class _Composer:
     def _end_document(self) -> None:
         if self.root is None:
             return
-        if len(self.documents) >= self.limits.max_documents:
-            raise _Stop(make_finding("input-limits/documents", self.file, self.doc_start, limit=self.limits.max_documents))
         self.documents.append(
             Document(self.file, len(self.documents), self.root, self.marks, self.blocks, self.doc_start, self.embedded_in)
         )

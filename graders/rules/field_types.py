@@ -63,7 +63,26 @@ _BY_KIND: Mapping[str, Mapping[tuple[str, ...], str]] = {
     "ResourceQuota": {("spec", "hard"): _OBJECT},
     "ConfigMap": {("data",): _OBJECT},
     "PriorityClass": {("value",): _INTEGER, ("globalDefault",): _BOOL, ("preemptionPolicy",): _STRING},
+    "DeviceClass": {("spec", "selectors"): _ARRAY, ("spec", "selectors", "*"): _OBJECT,
+                    ("spec", "selectors", "*", "cel"): _OBJECT, ("spec", "selectors", "*", "cel", "expression"): _STRING},
 }
+# A ResourceClaim spec; a ResourceClaimTemplate has the same one level down, at spec.spec.
+_CLAIM_SPEC: Mapping[tuple[str, ...], str] = {
+    ("devices",): _OBJECT,
+    ("devices", "requests"): _ARRAY,
+    ("devices", "requests", "*"): _OBJECT,
+    ("devices", "requests", "*", "exactly"): _OBJECT,
+    ("devices", "requests", "*", "exactly", "selectors"): _ARRAY,
+    ("devices", "requests", "*", "exactly", "selectors", "*"): _OBJECT,
+    ("devices", "requests", "*", "exactly", "selectors", "*", "cel"): _OBJECT,
+    ("devices", "requests", "*", "exactly", "selectors", "*", "cel", "expression"): _STRING,
+    ("devices", "requests", "*", "selectors"): _ARRAY,
+    ("devices", "requests", "*", "selectors", "*", "cel", "expression"): _STRING,
+    ("devices", "requests", "*", "firstAvailable"): _ARRAY,
+}
+_CLAIM_SPEC_AT = {"ResourceClaim": ("spec",), "ResourceClaimTemplate": ("spec", "spec")}
+# Objects that are not stored in the API and so have no metadata.name to require.
+_NAMELESS = frozenset({"List", "KubeletConfiguration"})
 
 
 def check(doc: source.Document, ctx: base.RuleContext) -> Iterator[findings.Finding]:
@@ -75,12 +94,33 @@ def check(doc: source.Document, ctx: base.RuleContext) -> Iterator[findings.Find
         schema.pop(("spec",))
     schema.update(_BY_KIND.get(kind, {}))
     yield from _check_schema(doc, kind, (), schema)
-    for pod in manifests.pod_specs(doc):
+    if kind in _CLAIM_SPEC_AT and isinstance(doc.get(_CLAIM_SPEC_AT[kind]), dict):
+        yield from _check_schema(doc, kind, _CLAIM_SPEC_AT[kind], _CLAIM_SPEC)
+    labels = manifests.as_map(manifests.as_map(doc.data).get("metadata")).get("labels")
+    for key, value in manifests.as_map(labels).items():
+        if not isinstance(value, str):
+            yield _wrong(doc, kind, ("metadata", "labels", key), _STRING, value)
+    yield from _required(doc, kind)
+
+
+def _required(doc: source.Document, kind: str) -> Iterator[findings.Finding]:
+    """The two required fields every GPU manifest has: a name, and containers in a pod spec."""
+    meta = manifests.as_map(manifests.as_map(doc.data).get("metadata"))
+    if kind and kind not in _NAMELESS and not meta.get("name") and not meta.get("generateName"):
+        error = "metadata.name: Required value: name or generateName is required"
+        yield base.emit(doc, ("metadata",), "field-types/required", kind=kind, field="metadata.name",
+                        api=manifests.invalid(kind, "", [error]))
+    spec_path = manifests.POD_SPEC_PATHS.get(kind)
+    if spec_path is None:
+        return
+    pods = list(manifests.pod_specs(doc))
+    for pod in pods:
         yield from _check_schema(doc, kind, pod.path, _POD_SPEC)
-        labels = manifests.as_map(manifests.as_map(doc.data).get("metadata")).get("labels")
-        for key, value in manifests.as_map(labels).items():
-            if not isinstance(value, str):
-                yield _wrong(doc, kind, ("metadata", "labels", key), _STRING, value)
+    containers = pods[0].spec.get("containers") if pods else None
+    if not pods or containers is None or containers == []:
+        api = manifests.api_path(spec_path + ("containers",))
+        yield base.emit(doc, spec_path if pods else spec_path[:1], "field-types/required", kind=kind, field=api,
+                        api=manifests.invalid(kind, manifests.name(doc), [f"{api}: Required value"]))
 
 
 def _check_schema(
