@@ -64,6 +64,15 @@ def raise_for(resp: httpx.Response) -> None:
     raise cls(resp.status_code, reason, message, method=resp.request.method, path=resp.request.url.path)
 
 
+def _body(resp: httpx.Response) -> JSON:
+    if not resp.content:
+        return {}
+    if "json" not in resp.headers.get("content-type", ""):
+        return {"text": resp.text}
+    data = resp.json()
+    return data if isinstance(data, dict) else {"items": data}
+
+
 def path_for(api_version: str, kind: str, namespace: str | None = None, name: str | None = None,
              plural: str | None = None) -> str:
     """The REST path of a kind (core kinds by table; others by lower-cased plural guess unless given)."""
@@ -106,7 +115,7 @@ class Client:
             raise errors.ClusterError(f"cannot reach the API server at {self.conn.server}: {exc}",
                                       hint="gpulab status, then gpulab up") from exc
         raise_for(resp)
-        return resp.json() if resp.content else {}
+        return _body(resp)
 
     def get(self, path: str, **params: Any) -> JSON:
         return self.request("GET", path, params=params or None)
@@ -170,7 +179,7 @@ class AsyncClient:
         except httpx.TransportError as exc:
             raise errors.ClusterError(f"cannot reach the API server at {self.conn.server}: {exc}") from exc
         raise_for(resp)
-        return resp.json() if resp.content else {}
+        return _body(resp)
 
     async def get(self, path: str, **params: Any) -> JSON:
         return await self.request("GET", path, params=params or None)

@@ -94,10 +94,10 @@ def _named(items: Any, name: str, kind: str, source: Path) -> dict[str, Any]:
     raise errors.ConfigError(str(source), [f"{kind}s: no {kind} named {name!r}"])
 
 
-def load(path: Path, context: str | None = None) -> Connection:
+def load(path: Path | str, context: str | None = None) -> Connection:
     """Read one context of a kubeconfig into a ``Connection``."""
     try:
-        doc = YAML(typ="safe").load(path.read_text())
+        doc = YAML(typ="safe").load(Path(path).read_text())
     except OSError as exc:
         raise errors.ClusterError(f"cannot read kubeconfig {path}: {exc}", hint="gpulab up") from exc
     except Exception as exc:  # ruamel raises many types for malformed YAML
