@@ -285,6 +285,11 @@ CATALOG: Mapping[str, Msg] = MappingProxyType({
     "device-plugin-config/crash": Msg(E, _O,
         "The device plugin refuses this config ({message}) and crash-loops, logging: `{crash}`.",
         "Fix the field named in the message; until then no node using this config advertises GPUs."),
+    "device-plugin-config/mps-root-from-deployment": Msg(I, _SH,
+        "MPS needs an MPS root directory. This file sets no `flags.mpsRoot`, so it works only where the deployment "
+        "passes one (the `--mps-root` flag or the MPS_ROOT environment variable); run bare, the plugin stops with "
+        "`using MPS requires --mps-root to be specified`.",
+        "Nothing to do under a deployment that sets MPS_ROOT; otherwise add `flags.mpsRoot: /run/nvidia/mps`."),
     "device-plugin-config/ignored-sharing-key": Msg(E, _SH,
         "The device plugin silently ignores `{key}`: it is not `timeSlicing` or `mps`, so no sharing is configured.",
         "Spell the block exactly.{did_you_mean}"),

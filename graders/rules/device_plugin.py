@@ -25,6 +25,7 @@ RULE_ID = "device-plugin-config"
 
 MAX_NODES = 5_000  # a real config has a few dozen; bigger ones are not worth a slow exact parse
 MPS_MAX_REPLICAS = 48
+MPS_ROOT = "/run/nvidia/mps"  # what deployments pass as MPS_ROOT; only used to keep checking the rest
 _SHARING_KEYS = ("renameByDefault", "failRequestsGreaterThanOne", "resources")
 _RESOURCE_KEYS = ("name", "replicas", "rename", "devices")
 _TOP_KEYS = ("version", "flags", "resources", "sharing", "imex")
@@ -55,11 +56,13 @@ def _config(doc: source.Document) -> Iterator[findings.Finding]:
                         crash=dpc.CRASH_PREFIX + "error converting YAML to JSON")
         return
     try:
-        config = dpc.load(text, source=doc.file)
+        config = _load(text, doc.file)
     except dpc.PluginConfigError as exc:
         yield base.emit(doc, _locate(data, exc.plugin_message), "device-plugin-config/crash",
                         message=exc.plugin_message, crash=exc.crash_message)
         return
+    if config.sharing_strategy == "mps" and not manifests.as_map(data.get("flags")).get("mpsRoot"):
+        yield base.emit(doc, ("sharing",), "device-plugin-config/mps-root-from-deployment")
     yield from _ignored(doc, config)
     yield from _sharing_notes(doc, config)
 
@@ -124,6 +127,19 @@ def _sharing_notes(doc: source.Document, config: dpc.DevicePluginConfig) -> Iter
                         strategy="MPS" if is_mps else "time-slicing")
     if "flags" in data and "migStrategy" in manifests.as_map(data.get("flags")):
         yield base.emit(doc, ("flags", "migStrategy"), "device-plugin-config/operator-overrides-strategy")
+
+
+def _load(text: str, file: str) -> dpc.DevicePluginConfig:
+    """Load as the plugin would; a missing MPS root is supplied the way deployments pass it (MPS_ROOT)."""
+    try:
+        return dpc.load(text, source=file)
+    except dpc.PluginConfigError as exc:
+        if "--mps-root" not in exc.plugin_message:
+            raise
+    data = json.loads(text)
+    flags = data.get("flags") if isinstance(data.get("flags"), dict) else {}
+    data["flags"] = {**flags, "mpsRoot": MPS_ROOT}
+    return dpc.load(json.dumps(data), source=file)
 
 
 def _cluster_policy(doc: source.Document) -> Iterator[findings.Finding]:

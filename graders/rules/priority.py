@@ -71,6 +71,7 @@ def _pod(doc: source.Document, pod: manifests.PodSpecAt, index: base.Index) -> I
     if not isinstance(wanted, str) or not wanted or wanted in SYSTEM_CLASSES or wanted in index.priority_classes:
         return
     defined = ", ".join(sorted(index.priority_classes)) or "none"
+    pod_name = pod.name if not pod.is_template else f"{pod.name or '<name>'}-<generated>"
     yield base.emit(doc, pod.path + ("priorityClassName",), "priority-class/unknown-class", owner=pod.owner,
-                    name=wanted, defined=defined, api=f'pods "{pod.name or "<name>"}" is forbidden: '
+                    name=wanted, defined=defined, api=f'pods "{pod_name or "<name>"}" is forbidden: '
                     f"no PriorityClass with name {wanted} was found")
