@@ -22,6 +22,10 @@ class Index:
     device_classes: frozenset[str] = frozenset()
     claim_templates: frozenset[str] = frozenset()
     claims: frozenset[str] = frozenset()
+    # What the submission itself sets up on the nodes: MIG strategies (ClusterPolicy, device-plugin configs)
+    # and resources that sharing renames to <name>.shared.
+    mig_strategies: frozenset[str] = frozenset()
+    shared_resources: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -66,10 +70,19 @@ def build_index(docs: Iterable[source.Document]) -> Index:
     device_classes: set[str] = set()
     templates: set[str] = set()
     claims: set[str] = set()
+    strategies: set[str] = set()
+    shared: set[str] = set()
     for doc in docs:
+        if manifests.classify(doc) is manifests.DocType.DEVICE_PLUGIN_CONFIG:
+            _plugin_config_facts(manifests.as_map(doc.data), strategies, shared)
+            continue
         if manifests.classify(doc) is not manifests.DocType.OBJECT:
             continue
         kind, name = manifests.kind(doc), manifests.name(doc)
+        if kind == "ClusterPolicy":
+            strategy = manifests.as_map(manifests.as_map(manifests.as_map(doc.data).get("spec")).get("mig")).get("strategy")
+            if isinstance(strategy, str):
+                strategies.add(strategy)
         if kind == "PriorityClass" and name:
             is_default = manifests.as_map(doc.data).get("globalDefault") is True
             classes[name] = is_default
@@ -81,4 +94,19 @@ def build_index(docs: Iterable[source.Document]) -> Index:
             templates.add(name)
         elif kind == "ResourceClaim" and name:
             claims.add(name)
-    return Index(classes, tuple(defaults), frozenset(device_classes), frozenset(templates), frozenset(claims))
+    return Index(classes, tuple(defaults), frozenset(device_classes), frozenset(templates), frozenset(claims),
+                 frozenset(strategies), frozenset(shared))
+
+
+def _plugin_config_facts(data: dict[str, object], strategies: set[str], shared: set[str]) -> None:
+    strategy = manifests.as_map(data.get("flags")).get("migStrategy")
+    if isinstance(strategy, str):
+        strategies.add(strategy)
+    for block in manifests.as_map(data.get("sharing")).values():
+        block = manifests.as_map(block)
+        if block.get("renameByDefault") is not True:
+            continue
+        for item in manifests.as_list(block.get("resources")):
+            name = manifests.as_map(item).get("name")
+            if isinstance(name, str):
+                shared.add((name if "/" in name else f"nvidia.com/{name}") + ".shared")

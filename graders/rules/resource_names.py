@@ -32,12 +32,13 @@ def check(doc: source.Document, ctx: base.RuleContext) -> Iterator[findings.Find
                 if entry.name in seen or not entry.name.isascii():
                     continue  # confusable-characters explains non-ASCII names
                 seen.add(entry.name)
-                yield from _judge(doc, pod, entry, ctx.fleet)
+                yield from _judge(doc, pod, entry, ctx)
 
 
 def _judge(
-    doc: source.Document, pod: manifests.PodSpecAt, entry: placement.ResourceEntry, fleet: context.FleetFacts
+    doc: source.Document, pod: manifests.PodSpecAt, entry: placement.ResourceEntry, ctx: base.RuleContext
 ) -> Iterator[findings.Finding]:
+    fleet = ctx.fleet
     name = entry.name
     if "/" not in name:
         if name in _STANDARD:
@@ -51,10 +52,10 @@ def _judge(
         return
     mig = _MIG.match(name)
     if mig:
-        yield from _judge_mig(doc, entry, mig.group("profile"), fleet)
+        yield from _judge_mig(doc, entry, mig.group("profile"), ctx)
         return
     if name in KNOWN:
-        if fleet.resources.get(name, 0) == 0:
+        if fleet.resources.get(name, 0) == 0 and name not in ctx.index.shared_resources:
             yield base.emit(doc, entry.path, "gpu-resource-name/not-advertised", resource=name, fleet=fleet.name,
                             offered=_offered(fleet))
         return
@@ -65,8 +66,9 @@ def _judge(
 
 
 def _judge_mig(
-    doc: source.Document, entry: placement.ResourceEntry, profile: str, fleet: context.FleetFacts
+    doc: source.Document, entry: placement.ResourceEntry, profile: str, ctx: base.RuleContext
 ) -> Iterator[findings.Finding]:
+    fleet = ctx.fleet
     fleet_models = [m for m in fleet.gpu_models if m.mig_capable]
     here = [m.key for m in fleet_models if m.profile(profile)]
     elsewhere = [m.key for m in catalog.MODELS.values() if m.profile(profile) and m.key not in here]
@@ -77,11 +79,11 @@ def _judge_mig(
                         fleet_models=", ".join(m.key for m in fleet_models) or "none",
                         offered=", ".join(offered) or "none")
         return
-    if "mixed" not in fleet.mig_strategies:
+    if "mixed" not in fleet.mig_strategies | ctx.index.mig_strategies:
         yield base.emit(doc, entry.path, "gpu-resource-name/mig-needs-mixed", resource=entry.name,
                         strategies=", ".join(sorted(fleet.mig_strategies)) or "none")
         return
-    if fleet.resources.get(entry.name, 0) == 0:
+    if fleet.resources.get(entry.name, 0) == 0 and entry.name not in ctx.index.shared_resources:
         yield base.emit(doc, entry.path, "gpu-resource-name/mig-not-configured", resource=entry.name,
                         models=", ".join(here), offered=_offered(fleet))
 
