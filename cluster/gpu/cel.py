@@ -19,11 +19,11 @@ from pathlib import Path
 
 import platformdirs
 
-from cluster import errors
+from cluster import errors, versions
 
 log = logging.getLogger(__name__)
 
-KUBERNETES_VERSION = "v1.36.3"  # the celcheck build must match the control plane; see cluster/versions.py
+KUBERNETES_VERSION = versions.KUBERNETES_VERSION  # celcheck is built against the same release
 BINARY = "celcheck"
 
 
