@@ -160,7 +160,7 @@ def containers(pod: PodSpecAt) -> Iterator[ContainerAt]:
 def invalid(kind_name: str, obj_name: str, errors: list[str]) -> str:
     """The apiserver's "is invalid" message for one object, as kubectl prints it."""
     body = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
-    return f'The {kind_name} "{obj_name or "<name>"}" is invalid: {body}'
+    return f'The {kind_name} "{obj_name}" is invalid: {body}'
 
 
 def go_quote(text: str) -> str:

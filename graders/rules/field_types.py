@@ -81,8 +81,9 @@ _CLAIM_SPEC: Mapping[tuple[str, ...], str] = {
     ("devices", "requests", "*", "firstAvailable"): _ARRAY,
 }
 _CLAIM_SPEC_AT = {"ResourceClaim": ("spec",), "ResourceClaimTemplate": ("spec", "spec")}
-# Objects that are not stored in the API and so have no metadata.name to require.
-_NAMELESS = frozenset({"List", "KubeletConfiguration"})
+# Documents that are not stored in the API (lists, component and kustomize configs): no name to require.
+_NAMELESS = frozenset({"List", "KubeletConfiguration", "Kustomization", "Component", "Cluster"})
+_CONFIG_GROUP_SUFFIXES = ("config.k8s.io", "x-k8s.io")
 
 
 def check(doc: source.Document, ctx: base.RuleContext) -> Iterator[findings.Finding]:
@@ -106,7 +107,9 @@ def check(doc: source.Document, ctx: base.RuleContext) -> Iterator[findings.Find
 def _required(doc: source.Document, kind: str) -> Iterator[findings.Finding]:
     """The two required fields every GPU manifest has: a name, and containers in a pod spec."""
     meta = manifests.as_map(manifests.as_map(doc.data).get("metadata"))
-    if kind and kind not in _NAMELESS and not meta.get("name") and not meta.get("generateName"):
+    group, _ = manifests.api_group_version(doc)
+    nameless = kind in _NAMELESS or group.endswith(_CONFIG_GROUP_SUFFIXES)
+    if kind and not nameless and not meta.get("name") and not meta.get("generateName"):
         error = "metadata.name: Required value: name or generateName is required"
         yield base.emit(doc, ("metadata",), "field-types/required", kind=kind, field="metadata.name",
                         api=manifests.invalid(kind, "", [error]))
