@@ -10,7 +10,7 @@ import html
 from collections.abc import Sequence
 from pathlib import Path
 
-from quizzes import errors
+from quizzes import errors, wording
 from quizzes.report import ClassReport, ItemStats, SectionResult
 
 CSV_FIELDS = (
@@ -77,7 +77,7 @@ def learner_html(results: Sequence[SectionResult]) -> str:
     head = "<tr><th>Section</th><th>Pre</th><th>Post</th><th>Normalised gain</th></tr>"
     body = "".join(f"<tr><td>{html.escape(r.title)}</td><td>{pct(r.pre)}</td><td>{pct(r.post)}</td>"
                    f"<td>{gain(r.gain)}</td></tr>" for r in results)  # fmt: skip
-    return f"<table class='gpulab-quiz-results'><caption>Your quiz results</caption>{head}{body}</table>"
+    return f"<table class='gpulab-quiz-results'><caption>{wording.RESULTS_CAPTION}</caption>{head}{body}</table>"
 
 
 def write_csv(report: ClassReport, path: Path) -> None:

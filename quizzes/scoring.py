@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from quizzes import errors, model
+from quizzes import errors, model, wording
 
 Response = list[str] | float
 
@@ -58,7 +58,7 @@ def _grade_multiple(item: model.Item, chosen: Sequence[str]) -> model.Grade:
     feedback = tuple(o.explanation for o in item.options if o.id in chosen)
     missed = [o for o in item.options if o.correct and o.id not in chosen]
     if missed:
-        feedback += (f"You left out {len(missed)} correct option(s).",)
+        feedback += (wording.missed(len(missed)),)
     return model.Grade(score=score, correct=set(chosen) == correct, feedback=feedback)
 
 
@@ -74,7 +74,7 @@ def _grade_numeric(item: model.Item, value: float) -> model.Grade:
     if within(value, item.answer, item.tolerance):
         return model.Grade(score=1.0, correct=True, feedback=(item.explanation,))
     known = [d for d in item.distractors if within(value, d.value, 0.0)]
-    feedback = tuple(d.explanation for d in known) or (f"{value:g} is not right.",)
+    feedback = tuple(d.explanation for d in known) or (wording.not_the_value(value),)
     return model.Grade(score=0.0, correct=False, feedback=feedback)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from quizzes import errors, model, scoring, shuffle
+from quizzes import errors, model, scoring, shuffle, wording
 from quizzes.store import Answer, Store
 
 log = logging.getLogger(__name__)
@@ -65,12 +65,11 @@ class QuizSession:
         """A learner-facing reason the response cannot be submitted yet, or None when it can."""
         slot = self._slot(item_id)
         if self.is_finished(item_id):
-            return "This question is closed: no attempt is left."
+            return wording.CLOSED
         if slot.item.type is model.ItemType.NUMERIC:
-            return None if isinstance(response, (int, float)) else "Type a number first."
+            return None if isinstance(response, (int, float)) else wording.NEED_NUMBER
         if not response:
-            return "Choose an option first." if slot.item.type is not model.ItemType.MULTIPLE else \
-                "Tick at least one option first."  # fmt: skip
+            return wording.NEED_TICKS if slot.item.type is model.ItemType.MULTIPLE else wording.NEED_CHOICE
         return None
 
     def submit(self, item_id: str, response: scoring.Response) -> Feedback:
@@ -125,11 +124,9 @@ def correct_answer(item: model.Item) -> tuple[str, ...]:
     """The right answer of an item in words, with its explanation."""
     if item.type is model.ItemType.NUMERIC:
         assert item.answer is not None
-        plus = f" (give or take {item.tolerance:g})" if item.tolerance else ""
-        unit = f" {item.unit}" if item.unit else ""
-        return (f"The answer is {item.answer:g}{unit}{plus}.", item.explanation)
+        return (wording.numeric_answer(item.answer, item.unit, item.tolerance), item.explanation)
     right = [o for o in item.options if o.correct]
     if item.type is model.ItemType.MANIFEST:
-        return ("The right manifest is:", right[0].manifest, right[0].explanation)
-    head = "The right answer is:" if len(right) == 1 else "The right answers are:"
+        return (wording.right_answers_head(1, manifest=True), right[0].manifest, right[0].explanation)
+    head = wording.right_answers_head(len(right), manifest=False)
     return (head, *[f"{o.text} — {o.explanation}" for o in right])

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import ipywidgets as w
 
-from quizzes import errors, model, render, report, scoring
+from quizzes import errors, model, render, report, scoring, wording
 from quizzes.session import Feedback, QuizSession
 from quizzes.shuffle import Slot
 
@@ -56,7 +56,7 @@ class ItemView:
         item = slot.item
         self.prompt = w.HTML(f"<div class='gq-item'><b>Question {number}.</b> {markup(item.prompt)}</div>")
         self.control = self._make_control(number)
-        self.submit = w.Button(description="Submit answer", button_style="primary",
+        self.submit = w.Button(description=wording.SUBMIT, button_style="primary",
                                tooltip=f"Submit your answer to question {number}")  # fmt: skip
         self.submit.on_click(self._clicked)
         self.feedback = w.HTML("")
@@ -80,7 +80,7 @@ class ItemView:
         if item.type is model.ItemType.MULTIPLE:
             self.checks = [w.Checkbox(value=False, description=_plain(o.text), indent=False, layout=wide)
                            for o in self.slot.options]  # fmt: skip
-            return w.VBox([w.HTML("<i>Tick every option that applies.</i>"), *self.checks])
+            return w.VBox([w.HTML(f"<i>{wording.TICK_ALL}</i>"), *self.checks])
         if item.type is model.ItemType.MANIFEST:
             labels = [(f"Manifest {_letter(i)}", o.id) for i, o in enumerate(self.slot.options)]
         else:
@@ -127,16 +127,15 @@ class ItemView:
     def show(self, result: Feedback) -> None:
         grade = result.grade
         if grade.correct:
-            head = "<b class='gq-right'>Correct.</b>"
+            head = f"<b class='gq-right'>{wording.RIGHT}</b>"
         elif grade.score > 0:
-            head = f"<b class='gq-wrong'>Partly right ({100 * grade.score:.0f}% of the points).</b>"
+            head = f"<b class='gq-wrong'>{wording.partly(grade.score)}</b>"
         else:
-            head = "<b class='gq-wrong'>Not right.</b>"
+            head = f"<b class='gq-wrong'>{wording.WRONG}</b>"
         lines = [markup(f) for f in grade.feedback if f]
         if not result.finished:
-            plural = "s" if result.attempts_left != 1 else ""
-            lines.append(f"<i>You may try again ({result.attempts_left} attempt{plural} left).</i>")
-            self.submit.description = "Try again"
+            lines.append(f"<i>{wording.attempts_left(result.attempts_left)}</i>")
+            self.submit.description = wording.RETRY
         for index, text in enumerate(result.reveal):
             block = f"<pre>{html.escape(text)}</pre>" if "\n" in text.strip() else markup(text)
             lines.append(f"<b>{block}</b>" if index == 0 else block)
@@ -147,7 +146,7 @@ class ItemView:
 
     def _lock(self) -> None:
         self.submit.disabled = True
-        self.submit.description = "Answered"
+        self.submit.description = wording.DONE
         for control in getattr(self, "checks", [self.control]):
             control.disabled = True
 
@@ -168,12 +167,9 @@ class QuizWidget:
         self.session = session
         bank = session.bank
         policy = session.quiz.policy
-        tries = "one attempt per question" if policy.max_attempts == 1 else \
-            f"up to {policy.max_attempts} attempts per question ({policy.counts.value} attempt counts)"  # fmt: skip
-        self.header = w.HTML(f"{_CSS}<h3>{html.escape(bank.title)}: {session.phase}-quiz</h3>"
-                             f"<p>Learner <code>{html.escape(session.learner)}</code> · "
-                             f"{len(session.quiz.slots)} questions · {tries}. "
-                             "Each answer is saved as soon as you submit it.</p>")  # fmt: skip
+        tries = wording.tries(policy.max_attempts, policy.counts.value)
+        title, rest = wording.header(bank.title, session.phase, session.learner, len(session.quiz.slots), tries)
+        self.header = w.HTML(f"{_CSS}<h3>{html.escape(title)}</h3><p>{html.escape(rest)}</p>")
         self.items = [ItemView(n, slot, session, self._refresh) for n, slot in enumerate(session.quiz.slots, 1)]
         self.summary = w.HTML("")
         self.widget = w.VBox([self.header, *(v.box for v in self.items), self.summary])
@@ -185,7 +181,7 @@ class QuizWidget:
 
     def _refresh(self) -> None:
         points, answered, total = self.session.score()
-        text = f"<p role='status'><b>Progress:</b> {answered} of {total} answered, score {points:g} / {total}.</p>"
+        text = f"<p role='status'><b>Progress:</b> {wording.progress(answered, total, points)}</p>"
         if all(self.session.is_finished(v.slot.item.id) for v in self.items):
             answers = self.session.store.answers(learner=self.session.learner, section=self.session.bank.section)
             results = report.learner_view([self.session.bank], answers, self.session.learner)

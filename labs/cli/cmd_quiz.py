@@ -101,9 +101,10 @@ def _problems(path: Path) -> tuple[model.Bank | None, list[str]]:
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), help="Write per-section and per-item rows here.")
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write a PNG chart of pre vs post here.")
 @click.option("--bank", "bank_files", multiple=True, type=click.Path(path_type=Path),
-              help="Use these bank files instead of the built-in banks (repeatable).")  # fmt: skip
+              help="Use these bank files instead of the built-in banks (repeatable).")
+@click.option("--learner", help="Show only this learner's pre score, post score and gain per section.")  # fmt: skip
 def report_cmd(stores: tuple[Path, ...], csv_path: Path | None, plot_path: Path | None,
-               bank_files: tuple[Path, ...]) -> None:  # fmt: skip
+               bank_files: tuple[Path, ...], learner: str | None) -> None:  # fmt: skip
     """Aggregate learners' answer stores into per-section and per-item statistics.
 
     STORES are SQLite files written by the quiz widget, or folders searched for *.sqlite3 files (for example
@@ -116,6 +117,12 @@ def report_cmd(stores: tuple[Path, ...], csv_path: Path | None, plot_path: Path 
     if len(skipped) == len(paths):
         raise course_errors.ConfigError("the quiz stores given", skipped or [f"no *.sqlite3 file in {', '.join(map(str, stores))}"],
                                         hint="pass the quiz-answers.sqlite3 files collected from learners")  # fmt: skip
+    if learner is not None:
+        if learner not in {a.learner for a in answers}:
+            raise course_errors.CourseError(f"no answers from learner '{learner}' in the stores given",
+                                            hint="gpulab quiz report STORES... lists the learners found")  # fmt: skip
+        click.echo(render.learner_text(report.learner_view(banks, answers, learner)))
+        return
     result = report.aggregate(banks, answers)
     click.echo(render.class_text(result))
     with _course_errors():

@@ -5,6 +5,7 @@ See tests/browser/README.md for the prerequisites (Debian chromium, the playwrig
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,45 +90,61 @@ def prerequisites() -> None:
         require(False, "the playwright python package is missing; pip install -e '.[test]' (never playwright install)")
 
 
-@pytest.fixture()
-def lab(prerequisites: None, tmp_path: Path) -> Iterator[Lab]:
-    """JupyterLab on 127.0.0.1, a free port and a random token, in its own temp dirs; always killed after."""
-    root = tmp_path / "work"
-    root.mkdir()
-    token = secrets.token_hex(16)
-    port = free_port()
+def isolated_env(tmp_path: Path) -> dict[str, str]:
+    """The environment for a server and its kernels: Jupyter dirs of its own, no quiz store from the caller."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"), ("JUPYTER_RUNTIME_DIR", "run"),
                      ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"), ("IPYTHONDIR", "ipython")):  # fmt: skip
         env[var] = str(tmp_path / sub)
     env.pop("GPULAB_QUIZ_DB", None)
-    log = tmp_path / "jupyter.log"
+    return env
+
+
+@contextmanager
+def serve(cmd: list[str], server: Lab, env: dict[str, str], ready_path: str) -> Iterator[Lab]:
+    """Run a server in its own process group until the block ends; always kill the group afterwards."""
+    with server.log.open("w") as out:
+        proc = subprocess.Popen(cmd, cwd=server.root, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)  # fmt: skip
+    try:
+        wait_for_server(server, proc, ready_path)
+        yield server
+    finally:
+        stop(proc)
+
+
+@pytest.fixture()
+def lab(prerequisites: None, tmp_path: Path) -> Iterator[Lab]:
+    """JupyterLab on 127.0.0.1, a free port and a random token, in its own temp dirs; always killed after."""
+    root = tmp_path / "work"
+    root.mkdir()
+    port, token = free_port(), secrets.token_hex(16)
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}", "--port-retries=0",
            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False",
            "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]  # fmt: skip
     if os.geteuid() == 0:  # CI and the dev containers run as root
         cmd.append("--allow-root")
-    with log.open("w") as out:
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    started = Lab(url=f"http://127.0.0.1:{port}", token=token, root=root, log=log)
-    try:
-        wait_for_server(started, proc)
+    server = Lab(url=f"http://127.0.0.1:{port}", token=token, root=root, log=tmp_path / "jupyter.log")
+    with serve(cmd, server, isolated_env(tmp_path), "/api/status") as started:
         yield started
-    finally:
-        stop(proc)
 
 
-def wait_for_server(lab: Lab, proc: subprocess.Popen[bytes], timeout: float = 180.0) -> None:
+def wait_for_server(lab: Lab, proc: subprocess.Popen[bytes], ready_path: str, timeout: float = 180.0) -> None:
+    """Poll until the server answers ``ready_path`` (any HTTP answer counts when the path has no token check)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            pytest.fail(f"JupyterLab exited with code {proc.returncode} before it was ready:\n{lab.log_tail()}")
+            pytest.fail(f"the server exited with code {proc.returncode} before it was ready:\n{lab.log_tail()}")
         try:
-            lab.api("/api/status")
-            return
+            with urllib.request.urlopen(f"{lab.url}{ready_path}?token={lab.token}", timeout=10):
+                return
+        except urllib.error.HTTPError:
+            if not lab.token:  # Voila: a 404 for a static path still proves the server is listening
+                return
+            time.sleep(0.5)
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             time.sleep(0.5)
-    pytest.fail(f"JupyterLab did not answer within {timeout:.0f}s:\n{lab.log_tail()}")
+    pytest.fail(f"the server did not answer within {timeout:.0f}s:\n{lab.log_tail()}")
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
@@ -219,6 +237,7 @@ def test_learner_answers_a_quiz_in_jupyterlab_and_the_store_has_every_answer(lab
                 answer_question(question, index)
                 expect(question).to_contain_text(FEEDBACK, timeout=60_000)
             expect(page.locator(".gpulab-quiz")).to_contain_text(f"{len(expected_items)} of {len(expected_items)} answered")
+            page.screenshot(path=str(tmp_path / "answered.png"), full_page=True)  # kept for a human look
         except Exception:
             page.screenshot(path=str(tmp_path / "failure.png"), full_page=True)
             print(f"screenshot: {tmp_path / 'failure.png'}\nserver log:\n{lab.log_tail()}")
@@ -230,3 +249,44 @@ def test_learner_answers_a_quiz_in_jupyterlab_and_the_store_has_every_answer(lab
     assert {r[3] for r in rows} == expected_items
     assert all(r[:3] == (LEARNER, SECTION, PHASE) and r[4] == 1 for r in rows), rows
     assert len(rows) == len(expected_items)
+
+
+@pytest.fixture()
+def voila(prerequisites: None, tmp_path: Path) -> Iterator[Lab]:
+    """Voila serving quiz.ipynb as an app on 127.0.0.1 and a free port; always killed after."""
+    require(importlib.util.find_spec("voila") is not None, "voila is missing; pip install -e '.[course]'")
+    root = tmp_path / "work"
+    root.mkdir()
+    store_path = tmp_path / "answers" / "voila.sqlite3"
+    write_notebook(root / "quiz.ipynb", store_path)
+    port = free_port()
+    cmd = [sys.executable, "-m", "voila", "quiz.ipynb", "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1",
+           "--show_tracebacks=True"]  # fmt: skip
+    server = Lab(url=f"http://127.0.0.1:{port}", token="", root=root, log=tmp_path / "voila.log")
+    with serve(cmd, server, isolated_env(tmp_path), "/voila/static/") as started:
+        yield started
+
+
+def test_the_quiz_works_as_a_voila_app(voila: Lab, tmp_path: Path) -> None:
+    """Voila renders the same widgets; one answer submitted in the page is in the store."""
+    from playwright.sync_api import expect, sync_playwright
+
+    store_path = tmp_path / "answers" / "voila.sqlite3"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(90_000)
+        try:
+            page.goto(voila.url, wait_until="domcontentloaded", timeout=180_000)
+            question = page.locator(".gpulab-quiz .gq-question.gq-type-single").first
+            question.wait_for(state="visible", timeout=180_000)
+            answer_question(question, 0)  # keyboard only
+            expect(question).to_contain_text(FEEDBACK, timeout=60_000)
+        except Exception:
+            page.screenshot(path=str(tmp_path / "failure.png"), full_page=True)
+            print(f"screenshot: {tmp_path / 'failure.png'}\nserver log:\n{voila.log_tail()}")
+            raise
+        finally:
+            browser.close()
+    rows = stored_rows(store_path)
+    assert len(rows) == 1 and rows[0][:3] == (LEARNER, SECTION, PHASE) and rows[0][4] == 1, rows

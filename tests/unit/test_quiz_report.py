@@ -134,3 +134,12 @@ def test_cli_validate_and_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert "invalid-duplicate-id.yaml: spec.items: duplicate item id 'q8'" in err
     assert cli_main.main(["quiz", "list"]) == 0
     assert "sharing" in capsys.readouterr().out
+
+
+def test_cli_report_learner_view(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths = make_class(tmp_path)
+    assert cli_main.main(["quiz", "report", *map(str, paths), "--learner", "bob"]) == 0
+    out = capsys.readouterr().out
+    assert "normalised gain" in out and "sharing" in out and "(15/15)" in out
+    assert cli_main.main(["quiz", "report", *map(str, paths), "--learner", "zed"]) == 1
+    assert "no answers from learner 'zed'" in capsys.readouterr().err

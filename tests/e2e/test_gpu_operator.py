@@ -1,0 +1,138 @@
+"""The simulated GPU Operator on the real control plane: before install GPU pods are Pending with the real
+scheduler's `Insufficient nvidia.com/gpu`; install brings operands, labels and GPUs; faults and a broken plugin
+config show where a real cluster shows them; uninstall cleans up."""
+
+from __future__ import annotations
+
+import pytest
+
+from cluster.kube.client import Client
+from cluster.sim.gpu import names, operator
+from gpu_e2e import (configmap, create_pod, delete, ext, gpu_operator, gpu_pod, labels, operand_pods,
+                     set_device_plugin_config, wait_event, wait_ext, wait_for, wait_phase)
+
+__all__ = ["gpu_operator"]
+
+
+def test_before_install_gpu_pods_are_pending_then_run_after_install(local_cluster, namespace: str) -> None:
+    """Seeds: device plugin not running -> FailedScheduling `Insufficient nvidia.com/gpu`; install fixes it."""
+    with local_cluster.client() as client:
+        operator.uninstall(client)
+        assert all(ext(client, n) == {} for n in ("t4-0", "a100-0", "h100-0"))
+        create_pod(client, namespace, gpu_pod("early", {"nvidia.com/gpu": "1"}))
+        wait_event(client, namespace, "early", "FailedScheduling", "Insufficient nvidia.com/gpu")
+        operator.install(client, wait=True, timeout=120)
+        try:
+            wait_phase(client, namespace, "early", "Running", timeout=60)
+        finally:
+            operator.uninstall(client)
+
+
+def test_install_creates_operands_labels_and_resources(gpu_operator: Client) -> None:
+    """Install: policy ready, operand pods Running per GPU node, NFD/present/deploy labels, GPUs advertised."""
+    client = gpu_operator
+    assert operator.policy_state(client) == "ready"
+    l = labels(client, "a100-0")
+    assert l[names.NFD_PCI] == "true" and l[names.GPU_PRESENT] == "true" and l[names.DEPLOY_PREFIX + "driver"] == "true"
+    assert names.GPU_PRESENT not in labels(client, "cpu-0")
+    pods = wait_for(lambda: (p := operand_pods(client, "a100-0")) and len(p) >= 7 and
+                    all(x["status"].get("phase") == "Running" for x in p.values()) and p, 60,
+                    what="operand pods Running on a100-0")
+    assert {"nvidia-driver-daemonset", "nvidia-device-plugin-daemonset", "gpu-feature-discovery",
+            "nvidia-operator-validator", "nvidia-mig-manager", "nvidia-dcgm-exporter"} <= set(pods)
+    assert "nvidia-mig-manager" not in operand_pods(client, "t4-0")
+    for node, gpus in (("t4-0", 1), ("l40s-0", 2), ("a100-0", 4), ("h100-0", 8)):
+        assert ext(client, node) == {"nvidia.com/gpu": str(gpus)} == ext(client, node, "allocatable")
+    assert labels(client, "h100-0")["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
+
+
+def test_driver_missing_fails_the_driver_pod_and_withholds_gpus(gpu_operator: Client) -> None:
+    """docs faults: driver pod CrashLoopBackOff with the modprobe error, plugin waits in Init, allocatable 0."""
+    client = gpu_operator
+    operator.set_fault(client, "l40s-0", "driver-missing", None, True)
+    try:
+        def failing() -> bool:
+            p = operand_pods(client, "l40s-0")
+            driver = p["nvidia-driver-daemonset"]["status"].get("containerStatuses", [{}])[0]
+            plugin = p["nvidia-device-plugin-daemonset"]["status"]
+            return (driver.get("state", {}).get("waiting", {}).get("reason") == "CrashLoopBackOff"
+                    and "Module nvidia not found" in driver.get("lastState", {}).get("terminated", {}).get("message", "")
+                    and plugin.get("phase") == "Pending" and bool(plugin.get("initContainerStatuses")))
+        wait_for(failing, 20, what="driver crash-looping and plugin in Init")
+        wait_ext(client, "l40s-0", {"nvidia.com/gpu": "0"}, "allocatable")
+        assert ext(client, "l40s-0") == {"nvidia.com/gpu": "2"}
+        wait_for(lambda: operator.policy_state(client) == "notReady", 10, what="policy notReady")
+    finally:
+        operator.set_fault(client, "l40s-0", "driver-missing", None, False)
+    wait_ext(client, "l40s-0", {"nvidia.com/gpu": "2"}, "allocatable")
+    wait_for(lambda: operator.policy_state(client) == "ready", 20, what="policy ready again")
+
+
+def test_unhealthy_gpu_lowers_allocatable_and_capacity_stays(gpu_operator: Client) -> None:
+    """docs faults: one unhealthy GPU -> allocatable 3 of capacity 4."""
+    client = gpu_operator
+    operator.set_fault(client, "a100-0", "gpu-unhealthy", 1, True)
+    try:
+        wait_ext(client, "a100-0", {"nvidia.com/gpu": "3"}, "allocatable")
+        assert ext(client, "a100-0") == {"nvidia.com/gpu": "4"}
+    finally:
+        operator.set_fault(client, "a100-0", "gpu-unhealthy", None, False)
+    wait_ext(client, "a100-0", {"nvidia.com/gpu": "4"}, "allocatable")
+
+
+def test_validation_failing_keeps_the_gate_closed(gpu_operator: Client) -> None:
+    """docs validator gate: CUDA validation fails -> validator Init:CrashLoopBackOff, allocatable 0."""
+    client = gpu_operator
+    operator.set_fault(client, "t4-0", "validation-failing", None, True)
+    try:
+        wait_ext(client, "t4-0", {"nvidia.com/gpu": "0"}, "allocatable")
+        wait_for(lambda: any(c.get("name") == "cuda-validation" and c.get("lastState", {}).get("terminated")
+                             for c in operand_pods(client, "t4-0")["nvidia-operator-validator"]["status"]
+                             .get("initContainerStatuses", [])), 20, what="cuda-validation failing")
+    finally:
+        operator.set_fault(client, "t4-0", "validation-failing", None, False)
+    wait_ext(client, "t4-0", {"nvidia.com/gpu": "1"}, "allocatable")
+
+
+def test_broken_plugin_config_crash_loops_the_plugin_with_its_message(gpu_operator: Client) -> None:
+    """§1 errors: replicas 1 -> the device-plugin pod crash-loops; describe shows the real line and BackOff."""
+    client = gpu_operator
+    bad = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 1\n"
+    configmap(client, "bad-config", {"bad": bad})
+    set_device_plugin_config(client, "bad-config", "bad")
+    try:
+        def crashing() -> dict | None:
+            p = operand_pods(client, "h100-0")["nvidia-device-plugin-daemonset"]
+            cs = next((c for c in p["status"].get("containerStatuses", []) if c["name"] == "nvidia-device-plugin"), {})
+            msg = cs.get("lastState", {}).get("terminated", {}).get("message", "")
+            return p if msg.endswith("number of replicas must be >= 2") else None
+        p = wait_for(crashing, 20, what="device plugin crash-looping")
+        wait_event(client, names.NAMESPACE, p["metadata"]["name"], "BackOff")
+        wait_ext(client, "h100-0", {"nvidia.com/gpu": "0"}, "allocatable")
+    finally:
+        set_device_plugin_config(client, None, None)
+        delete(client, f"/api/v1/namespaces/{names.NAMESPACE}/configmaps/bad-config")
+    wait_ext(client, "h100-0", {"nvidia.com/gpu": "8"}, "allocatable")
+
+
+def test_cli_status_and_fault_commands(gpu_operator: Client, local_cluster) -> None:
+    """`gpulab gpu-operator status` and `gpulab fault` work against the session cluster; bad input is one message."""
+    out = local_cluster.gpulab("gpu-operator", "status", "--json").stdout
+    assert '"state": "ready"' in out and '"name": "h100-0"' in out
+    bad = local_cluster.gpulab("fault", "inject", "cpu-0", "driver-missing", check=False)
+    assert bad.returncode == 1 and "has no GPUs" in bad.stderr + bad.stdout and "Traceback" not in bad.stderr
+    ok = local_cluster.gpulab("fault", "inject", "a100-0", "gpu-unhealthy", "--gpu", "3")
+    assert "unhealthy GPUs [3]" in ok.stdout
+    local_cluster.gpulab("fault", "clear", "a100-0", "gpu-unhealthy")
+    wait_ext(gpu_operator, "a100-0", {"nvidia.com/gpu": "4"}, "allocatable")
+
+
+@pytest.mark.parametrize("node", ["a100-0"])
+def test_uninstall_removes_resources_and_labels(gpu_operator: Client, node: str) -> None:
+    """Uninstall strips GPUs and operator labels; reinstall (for the module's remaining teardown) brings them back."""
+    client = gpu_operator
+    operator.uninstall(client)
+    assert ext(client, node) == {} and names.GPU_PRESENT not in labels(client, node)
+    assert not client.exists(f"/api/v1/namespaces/{names.NAMESPACE}")
+    operator.install(client, wait=True, timeout=120)
+    wait_ext(client, node, {"nvidia.com/gpu": "4"}, "allocatable")
