@@ -8,9 +8,13 @@ In a notebook::
     quizzes.show("sharing", phase="pre", learner="me")        # answer, submit, get feedback
     quizzes.results(learner="me")                            # pre, post and normalised gain per section
 
-In an nbgrader autograder test cell::
+With nbgrader, let the quiz write next to the notebook so the store is collected with the submission::
 
-    quizzes.grade_from_store("sharing", phase="post", learner="me", minimum=0.7)
+    quizzes.show("sharing", phase="post", store_path="quiz-answers.sqlite3")
+
+and grade it in an autograder test cell (the learner is the only one in a per-submission store)::
+
+    quizzes.grade_from_store("sharing", phase="post", store_path="quiz-answers.sqlite3", minimum=0.7)
 """
 
 from __future__ import annotations
@@ -76,6 +80,14 @@ def results(learner: str | None = None, *, store_path: str | Path | None = None)
     display(HTML(table))  # type: ignore[no-untyped-call]
 
 
+def _stored_learner(opened: store.Store, learner: str | None) -> str:
+    """The learner to grade: as given, else the only learner in a per-submission store, else ``learner_id()``."""
+    if learner or os.environ.get(LEARNER_ENV):
+        return learner_id(learner)
+    found = opened.learners()
+    return found[0] if len(found) == 1 else learner_id()
+
+
 @dataclass(frozen=True)
 class StoredGrade:
     """A learner's stored score for one quiz, as an nbgrader test cell needs it."""
@@ -98,12 +110,11 @@ def grade_from_store(section: str, phase: str = "post", learner: str | None = No
     The AssertionError message says what was found, so an autograder shows the learner why the cell failed.
     """
     chosen = get_bank(section)
-    who = learner_id(learner)
     path = store.resolve(store_path)
     if not path.is_file():
-        raise AssertionError(f"no quiz answers found for {who}: {path} does not exist; "
-                             f"run the {section} {phase}-quiz first")  # fmt: skip
+        raise AssertionError(f"no quiz answers found: {path} does not exist; run the {section} {phase}-quiz first")
     with store.Store.read_only(path) as opened:
+        who = _stored_learner(opened, learner)
         answers = opened.answers(learner=who, section=section, phase=phase)
     score, answered = report.phase_score(chosen, phase, answers)
     result = StoredGrade(section, phase, who, score or 0.0, answered, len(chosen.items_for(phase)))

@@ -127,6 +127,17 @@ def test_grade_from_store_for_an_nbgrader_test_cell(tmp_path: Path) -> None:
         quizzes.grade_from_store("dra", learner="ann", store_path=tmp_path / "none.sqlite3")
 
 
+def test_grade_from_store_finds_the_only_learner_of_a_submission(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GPULAB_LEARNER", raising=False)
+    path = tmp_path / "quiz-answers.sqlite3"
+    testing.fill_store(path, "student-17", [bank.get_bank("dra")], pre_skill=0.0, post_skill=1.0)
+    assert quizzes.grade_from_store("dra", store_path=path).learner == "student-17"
+    testing.fill_store(path, "student-18", [bank.get_bank("dra")])
+    monkeypatch.setenv("GPULAB_LEARNER", "student-18")
+    assert quizzes.grade_from_store("dra", store_path=path).learner == "student-18"
+
+
 def test_learner_id_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GPULAB_LEARNER", "from-env")
     assert quizzes.learner_id() == "from-env"
