@@ -139,16 +139,24 @@ class KindBackend:
         self._save({**self._state(), "backend": "kind", "kind_cluster": self.cluster_name, "fleet": fl.name,
                     "kind_version": versions.KIND_VERSION, "node_image": versions.KIND_NODE_IMAGE, "created": False})
         self.config_path().write_text(kindconfig.render(kindconfig.config(fl, self.cluster_name)))
+        # A fresh cluster that fails leaves no state dir behind, so its kind log is kept next to it.
+        keep_log = self.failed_log() if fresh and not retain else self.log_dir / "kind-create.log"
         try:
-            self._create(kind, prog, retain)
+            self._create(kind, prog, retain, keep_log)
             return self._finish(workers, prog)
         except BaseException:
             if not retain:
                 log.warning("bring-up failed; deleting the half-built kind cluster (use --retain to keep it)")
                 self._delete_quietly(kind)
                 if fresh:
+                    if (self.log_dir / "kind-create.log").exists():
+                        shutil.copy2(self.log_dir / "kind-create.log", keep_log)
                     shutil.rmtree(self.dir, ignore_errors=True)
             raise
+
+    def failed_log(self) -> Path:
+        """Where the kind output of a failed first bring-up is kept once its state dir is gone."""
+        return self.dir.parent / f"{self.cluster_name}.kind-create-failed.log"
 
     def _step_fleet(self, fl: fleet_mod.Fleet | None) -> fleet_mod.Fleet:
         saved = self.dir / "fleet.yaml"
@@ -173,7 +181,7 @@ class KindBackend:
             raise errors.CommandFailed(cmd, proc.returncode, proc.stderr + proc.stdout, hint="docker ps")
         return proc.stdout.split()
 
-    def _create(self, kind: Path, prog: progress_mod.Progress, retain: bool) -> None:
+    def _create(self, kind: Path, prog: progress_mod.Progress, retain: bool, log_path: Path) -> None:
         args = ["create", "cluster", "--name", self.cluster_name, "--config", str(self.config_path()),
                 "--kubeconfig", str(self.kubeconfig()), "--wait", WAIT]
         if retain:
@@ -185,7 +193,7 @@ class KindBackend:
             raise errors.ClusterError(
                 f"kind could not create cluster {self.cluster_name!r} (exit {exc.returncode}):\n"
                 + _tail(exc.output),
-                hint=f"see {self.log_dir / 'kind-create.log'}; `gpulab up --backend kind --retain` keeps the "
+                hint=f"see {log_path}; `gpulab up --backend kind --retain` keeps the "
                 f"node containers for `docker logs {self.cluster_name}-control-plane`") from exc
         prog.finish()
         self._save({**self._state(), "created": True})

@@ -156,6 +156,8 @@ def test_failed_bring_up_shows_what_kind_asked_of_docker_and_deletes_the_half_bu
     assert any(c.by_kind_delete and c.argv[:2] == ["ps", "-a"] for c in calls)
     assert fake_docker.state()["containers"] == {}
     assert not (tmp_path / "state" / "gpulab").exists()  # a fresh, failed cluster leaves no state behind
+    kept = tmp_path / "state" / "gpulab.kind-create-failed.log"  # ... but its kind output, named in the error
+    assert str(kept) in message and "kubeadm init" in kept.read_text()
 
 
 def test_retain_keeps_the_half_built_nodes_and_the_state(fake_docker: FakeDocker, tmp_path: Path) -> None:
