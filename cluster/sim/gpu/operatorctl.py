@@ -25,16 +25,33 @@ def ds_name(operand: str) -> str:
     return names.DRA_PLUGIN_DS if operand == "dra-kubelet-plugin" else names.OPERANDS[operand][0]
 
 
+def expected_operands(pol: policy_mod.Policy, node_labels: Mapping[str, str]) -> set[str]:
+    """Operands whose DaemonSet should run a pod on a node with these labels."""
+    dra_mode = node_labels.get(names.DRA_ENABLED) == "true"
+    out = {op for op in names.OPERANDS if pol.enabled(op) and node_labels.get(names.DEPLOY_PREFIX + op) == "true"
+           and not (op == "device-plugin" and dra_mode)}
+    if dra_mode:
+        out.add("dra-kubelet-plugin")
+    return out
+
+
+def _pod_ready(pod: Mapping[str, Any]) -> bool:
+    status = pod.get("status", {})
+    return status.get("phase") == "Running" and all(cs.get("ready") for cs in status.get("containerStatuses", [{}]))
+
+
 def cluster_state(pol: policy_mod.Policy, world: world_mod.World,
                   states: Mapping[str, Mapping[str, operands.OperandState]], validated: set[str]) -> str:
+    """``ready`` when every GPU node validated and each operand it should run has a ready pod (the operator's
+    DaemonSet readiness), else ``notReady``."""
     for name, node in world.nodes.items():
         if hoststate.hardware(node).model is None:
             continue
-        if name not in validated:
+        if name not in validated or not states.get(name):
             return "notReady"
-        for operand, st in states.get(name, {}).items():
-            if (operand in names.OPERANDS and not pol.enabled(operand)) or st.phase == operands.OK:
-                continue
+        running = {operands.operand_of(p) for p in world.operator_pods_on(name)
+                   if _pod_ready(p) and not p["metadata"].get("deletionTimestamp")}
+        if not expected_operands(pol, hoststate.node_labels(node)) <= running:
             return "notReady"
     return "ready"
 

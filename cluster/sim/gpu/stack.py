@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 from cluster import errors
@@ -154,7 +155,7 @@ def _has_gpu_state(node: dict[str, Any]) -> bool:
 
 
 async def _main(args: argparse.Namespace) -> None:
-    client = AsyncClient(kubeconfig.load(args.kubeconfig), max_connections=48)
+    client = AsyncClient(kubeconfig.load(Path(args.kubeconfig)), max_connections=48)
     await runner.retry_until_api(client)
     await Stack(client).run()
 
