@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import ssl
 import sys
 import time
 from pathlib import Path
@@ -163,7 +164,12 @@ class LocalBackend:
                    ca: str | None = None) -> None:
         deadline = time.monotonic() + timeout
         last = ""
-        with httpx.Client(verify=ca or False, cert=client_cert, timeout=2.0) as http:
+        verify: ssl.SSLContext | bool = False
+        if ca:
+            verify = ssl.create_default_context(cafile=ca)
+            if client_cert:
+                verify.load_cert_chain(*client_cert)
+        with httpx.Client(verify=verify, timeout=2.0) as http:
             while time.monotonic() < deadline:
                 if not self.sup.pid(name):
                     raise errors.ClusterError(
@@ -210,13 +216,17 @@ class LocalBackend:
         self.sup.start(specs["etcd"])
         self._wait_http("etcd", f"http://127.0.0.1:{ports['etcd']}/health", 30)
         prog.advance(detail="etcd")
+        # The agents start with the API server (they wait for it themselves), so their Python start-up overlaps
+        # with its own. The controller manager and scheduler exit if RBAC is not bootstrapped yet: they wait.
         self.sup.start(specs["kube-apiserver"])
+        for name in specs:
+            if name not in CONTROL_PLANE:
+                self.sup.start(specs[name])
         self._wait_http("kube-apiserver", f"{server}/readyz", 90, admin, str(pki.ca_cert))
         prog.advance(detail="kube-apiserver")
-        for name in specs:
-            if name not in ("etcd", "kube-apiserver"):
-                self.sup.start(specs[name])
-                prog.advance(detail=name)
+        for name in ("kube-controller-manager", "kube-scheduler"):
+            self.sup.start(specs[name])
+        prog.advance(len(specs) - 2, detail="controllers and agents")
         prog.finish()
         with Client.from_kubeconfig(self.kubeconfig()) as client:
             ops.ensure_tenant_rbac(client)
