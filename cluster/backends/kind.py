@@ -201,9 +201,7 @@ class KindBackend:
     def _finish(self, workers: list[kindconfig.Worker], prog: progress_mod.Progress) -> ClusterStatus:
         prog.start(f"labelling and tainting {len(workers)} workers as the fleet's nodes", len(workers))
         with Client.from_kubeconfig(self.kubeconfig()) as client:
-            for w in workers:
-                self._apply(client, w)
-                prog.advance(detail=f"{w.kind_node} = {w.fleet_node}")
+            self.apply_fleet_nodes(client, workers, prog)
             prog.finish()
             self._save({**self._state(), "nodes": {w.fleet_node: w.kind_node for w in workers}})
             ops.ensure_tenant_rbac(client)
@@ -212,11 +210,23 @@ class KindBackend:
             prog.finish()
         return self.status()
 
+    def apply_fleet_nodes(self, client: Client, workers: list[kindconfig.Worker],
+                          prog: progress_mod.Progress | None = None) -> None:
+        """Give each kind worker its fleet node's labels, annotation, taints and extended resources (idempotent)."""
+        for w in workers:
+            self._apply(client, w)
+            if prog:
+                prog.advance(detail=f"{w.kind_node} = {w.fleet_node}")
+
     def _apply(self, client: Client, w: kindconfig.Worker) -> None:
-        """Give one worker its fleet node's labels, annotation, taints and extended resources."""
         path = f"/api/v1/nodes/{w.kind_node}"
         for attempt in range(5):
-            current = client.get(path)
+            try:
+                current = client.get(path)
+            except errors.NotFound as exc:
+                raise errors.ClusterError(
+                    f"kind worker {w.kind_node} (fleet node {w.fleet_node}) has not registered with the API server",
+                    hint=f"docker logs {w.kind_node}; then gpulab down --purge and gpulab up --backend kind") from exc
             got = current["metadata"].get("labels", {}).get(kindconfig.FLEET_NODE_LABEL)
             if got != w.fleet_node:
                 raise errors.ClusterError(
