@@ -170,7 +170,8 @@ class AttachBackend:
             if not client.conn.ca_file:
                 raise errors.ClusterError(
                     "the attached kubeconfig names no certificate authority file or data, so a tenant kubeconfig "
-                    "cannot pin the server's certificate", hint="attach with a kubeconfig that has certificate-authority-data")
+                    "cannot pin the server's certificate",
+                    hint="attach with a kubeconfig that has certificate-authority-data")
             return ops.tenant_kubeconfig(client, namespace, self.dir / "tenants" / f"{namespace}.kubeconfig",
                                          server=client.conn.server, ca_file=Path(client.conn.ca_file))
 

@@ -304,7 +304,8 @@ class KindBackend:
         if self._state().get("created"):
             try:
                 kind = self.preflight()
-                self._kind(kind, ["export", "logs", str(dest / "kind"), "--name", self.cluster_name], "kind-export-logs")
+                self._kind(kind, ["export", "logs", str(dest / "kind"), "--name", self.cluster_name],
+                           "kind-export-logs")
             except errors.CourseError as exc:
                 (dest / "kind-export-logs.error").write_text(str(exc))
         return sorted(p for p in dest.rglob("*") if p.is_file())
