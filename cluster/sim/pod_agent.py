@@ -95,7 +95,8 @@ def rejected_status(decision: admission.Decision) -> dict[str, Any]:
 def _qos(pod: dict[str, Any]) -> str:
     containers = pod["spec"].get("containers", [])
     reqs = [c.get("resources", {}) for c in containers]
-    if not any(r.get("requests") or r.get("limits") for r in reqs):
+    # Only cpu and memory count for QoS: a pod asking for nothing but nvidia.com/gpu is BestEffort.
+    if not any(k in ("cpu", "memory") for r in reqs for k in {**(r.get("requests") or {}), **(r.get("limits") or {})}):
         return "BestEffort"
     guaranteed = all(
         r.get("limits", {}).get(k) and r.get("requests", r.get("limits", {})).get(k) == r["limits"][k]
