@@ -314,3 +314,32 @@ def dump(fl: Fleet) -> str:
     buf = io.StringIO()
     yaml.dump(to_data(fl), buf)
     return buf.getvalue()
+
+
+def from_inventory(inv: Any, name: str = "mirror", node_name: str | None = None) -> Fleet:
+    """A one-node fleet mirroring a real host's GPUs (a ``cluster.gpu.inventory.NodeInventory``).
+
+    Labs use it to show "what NVML would report" for a recorded host on simulated nodes. Every GPU of the host
+    must be one catalog model; a host with mixed models or a model the catalog lacks is refused with the reason.
+    """
+    problems: list[str] = []
+    gpus = list(getattr(inv, "gpus", ()))
+    if not gpus:
+        problems.append("gpus: the inventory has no GPUs to mirror")
+    keys = sorted({g.model.key for g in gpus})
+    if len(keys) > 1:
+        problems.append(f"gpus: mixed models {keys}; a simulated node has one GPU model")
+    model = catalog.lookup(keys[0]) if keys else None
+    if keys and model is None:
+        problems.append(f"gpus[0].model: {keys[0]!r} is not in the GPU catalog")
+    if problems or model is None:
+        raise errors.ConfigError("inventory", problems)
+    pool_name = (node_name or str(getattr(inv, "hostname", "mirror"))).lower()
+    pool_name = re.sub(r"[^a-z0-9-]", "-", pool_name).strip("-")[:40] or "mirror"
+    pool = NodePool(
+        name=pool_name, count=1, cpu="16", memory="128Gi", pods=110,
+        gpu=GpuSpec(model, len(gpus)),
+        labels={"gpulab.dev/mirrored-from": "nvml"},
+        taints=(Taint("nvidia.com/gpu", "NoSchedule", "present"),),
+    )
+    return Fleet(name, (pool,), f"mirrors {len(gpus)} x {model.nvml_name} read through NVML")

@@ -18,8 +18,14 @@ from cluster.backends.base import ClusterStatus
 from cluster.kube.client import Client
 from labs.cli.richprogress import RichProgress
 
-_KEY_LABELS = ("gpulab.dev/pool", "nvidia.com/gpu.product", "nvidia.com/gpu.count", "nvidia.com/mig.config.state",
-               "nvidia.com/gpu.replicas")
+_KEY_LABELS = ("gpulab.dev/pool", "nvidia.com/gpu.product", "nvidia.com/gpu.count", "nvidia.com/gpu.memory",
+               "nvidia.com/mig.capable", "nvidia.com/mig.config.state", "nvidia.com/gpu.replicas")
+
+
+def _console() -> Console:
+    """A console that does not squeeze tables to 80 columns when the output is a pipe or a notebook."""
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
 
 
 def _fleet(value: str | None) -> fleet_mod.Fleet | None:
@@ -38,9 +44,9 @@ def print_status(st: ClusterStatus, console: Console) -> None:
         table = Table("node", "ready", "cpu", "memory", "extended resources (capacity/allocatable)", "taints",
                       "labels", title="nodes", title_justify="left")
         for n in st.nodes:
-            ext = ", ".join(f"{k}={n.capacity[k]}/{n.allocatable.get(k, '0')}" for k in sorted(n.capacity)
+            ext = "\n".join(f"{k}={n.capacity[k]}/{n.allocatable.get(k, '0')}" for k in sorted(n.capacity)
                             if "/" in k) or "-"
-            labels = ", ".join(f"{k.split('/')[-1]}={n.labels[k]}" for k in _KEY_LABELS if k in n.labels)
+            labels = "\n".join(f"{k.split('/')[-1]}={n.labels[k]}" for k in _KEY_LABELS if k in n.labels)
             ready = "[green]Ready[/]" if n.ready else "[red]NotReady[/]"
             if not n.heartbeat:
                 ready += " (heartbeat off)"
@@ -68,7 +74,7 @@ def register(cli: click.Group) -> None:
             be = backends.get("attach")
             be.configure(kubeconfig_path, context)  # type: ignore[attr-defined]
         st = be.up(fl, RichProgress(), retain=retain)
-        console = Console()
+        console = _console()
         print_status(st, console)
         console.print(f"\nkubeconfig: {be.kubeconfig()}\nuse it with:  eval \"$(gpulab env)\"")
 
@@ -88,7 +94,7 @@ def register(cli: click.Group) -> None:
         if as_json:
             click.echo(st.to_json())
         else:
-            print_status(st, Console())
+            print_status(st, _console())
         if not st.healthy:
             sys.exit(2)
 

@@ -15,7 +15,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from cluster import errors
+from cluster import errors, fleet as fleet_mod
 from cluster.gpu import advertise
 from cluster.gpu import device_plugin_config as dpc
 from cluster.nvml import drift as drift_mod
@@ -106,8 +106,10 @@ def register(cli: click.Group) -> None:
     @click.option("--kubeconfig", default=None, help="Kubeconfig for --node (kubectl from PATH reads it).")
     @click.option("--replay", type=click.Path(exists=True, dir_okay=False), default=None,
                   help="Use recorded NVML answers (a saved `probe --json` document) instead of this machine's GPUs.")
+    @click.option("--fleet-out", type=click.Path(dir_okay=False), default=None,
+                  help="Also write a one-node fleet spec mirroring these GPUs (for `gpulab up --fleet FILE`).")
     def probe(as_json: bool, config_path: str | None, mig_strategy: str | None,
-              node_name: str | None, kubeconfig: str | None, replay: str | None) -> None:
+              node_name: str | None, kubeconfig: str | None, replay: str | None, fleet_out: str | None) -> None:
         """Read the GPUs through NVML (read-only) and show the labels and resources they would get.
 
         Exits with code 3, after one line, when this machine has no usable NVIDIA GPU.
@@ -123,6 +125,10 @@ def register(cli: click.Group) -> None:
             # code into a return value that main() does not pass on.
             sys.exit(nvml_errors.EXIT_NO_GPU)
         ad = advertise.advertise(result.inventory, config, strategy, machine=result.machine)
+        if fleet_out:
+            mirrored = fleet_mod.from_inventory(result.inventory)
+            Path(fleet_out).write_text(fleet_mod.dump(mirrored))
+            click.echo(f"wrote fleet {mirrored.name!r} to {fleet_out}", err=True)
         drifts = None
         if node_name and kubeconfig:
             node = node_source.KubectlNodeSource(kubeconfig).get_node(node_name)

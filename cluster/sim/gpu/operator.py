@@ -46,7 +46,7 @@ def _established(client: Client) -> bool:
     except errors.NotFound:
         return False
     return any(c.get("type") == "Established" and c.get("status") == "True"
-               for c in crd.get("status", {}).get("conditions", []))
+               for c in (crd.get("status") or {}).get("conditions") or [])
 
 
 def policy_state(client: Client) -> str | None:
