@@ -84,7 +84,10 @@ def register(cli: click.Group) -> None:
         """Stop the lab cluster."""
         be = backends.current()
         be.down(purge=purge)
-        click.echo(f"{be.name} cluster stopped" + (" and its state deleted" if purge else ""))
+        if be.name == "attach":
+            click.echo("forgot the attached cluster's kubeconfig; the cluster itself was not touched")
+        else:
+            click.echo(f"{be.name} cluster stopped" + (" and its state deleted" if purge else ""))
 
     @cli.command()
     @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -131,7 +134,11 @@ def register(cli: click.Group) -> None:
                       f"[green]{found.directory}[/]" if found else "[red]missing[/]",
                       "" if found else "gpulab binaries ensure")
         table.add_row("docker (kind backend only)", shutil.which("docker") or "absent", "")
-        table.add_row("kind (kind backend only)", shutil.which("kind") or "absent", "")
+        from cluster.backends import kindtool
+
+        kind_path = kindtool.find()
+        table.add_row("kind (kind backend only)", str(kind_path) if kind_path else "absent",
+                      "" if kind_path else "only for --backend kind: built on first use")
         st = backends.current().status()
         table.add_row(f"{st.backend} cluster", "[green]healthy[/]" if st.healthy else "; ".join(st.problems[:3]),
                       "" if st.healthy else "gpulab up")
