@@ -222,12 +222,14 @@ def parse(data: Any, source: str = "<fleet>") -> Fleet:
         p.add("apiVersion", f"must be {API_VERSION!r}, got {data.get('apiVersion')!r}")
     if data.get("kind") != KIND:
         p.add("kind", f"must be {KIND!r}, got {data.get('kind')!r}")
-    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    raw_meta = data.get("metadata")
+    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     p.unknown("metadata", meta, {"name", "description"})
     name = meta.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
         p.add("metadata.name", f"must be a lower-case DNS label, got {name!r}")
-    spec = data.get("spec") if isinstance(data.get("spec"), dict) else {}
+    raw_spec = data.get("spec")
+    spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
     p.unknown("spec", spec, {"pools"})
     raw_pools = spec.get("pools")
     pools: list[NodePool] = []

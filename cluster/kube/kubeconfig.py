@@ -86,7 +86,7 @@ def _materialise(data_b64: str, suffix: str) -> str:
     return str(path)
 
 
-def _named(items: Any, name: str, kind: str, source: Path) -> dict[str, Any]:
+def _named(items: Any, name: str, kind: str, source: Path | str) -> dict[str, Any]:
     for item in items or []:
         if isinstance(item, dict) and item.get("name") == name:
             value = item.get(kind)

@@ -43,7 +43,7 @@ class NodeAgent:
         node = self.nodes.cache.get(name)
         if node is None:
             return False
-        return node["metadata"].get("annotations", {}).get(nodes.HEARTBEAT_ANNOTATION) != "stopped"
+        return bool(node["metadata"].get("annotations", {}).get(nodes.HEARTBEAT_ANNOTATION) != "stopped")
 
     async def register_all(self) -> None:
         wanted = nodes.build_all(self.fleet)
@@ -81,7 +81,7 @@ class NodeAgent:
             try:
                 await self.client.patch(path, body)
             except errors.NotFound:
-                lease = {
+                lease: dict[str, Any] = {
                     "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                     "metadata": {"name": name, "namespace": LEASE_NS, "ownerReferences": [
                         {"apiVersion": "v1", "kind": "Node", "name": name, "uid": self._uids.get(name, "")}]},

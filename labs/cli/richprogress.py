@@ -40,7 +40,10 @@ class RichProgress:
                 self._plain_next += 0.1
             return
         if self._bar is not None and self._task is not None:
-            self._bar.update(self._task, advance=amount, **({"detail": detail[-50:]} if detail else {}))
+            if detail:
+                self._bar.update(self._task, advance=amount, detail=detail[-50:])
+            else:
+                self._bar.update(self._task, advance=amount)
 
     def finish(self, message: str | None = None) -> None:
         if not self._console.is_terminal:
