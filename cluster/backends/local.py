@@ -29,9 +29,16 @@ log = logging.getLogger(__name__)
 
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 AGENTS = ("node-agent", "pod-agent", "gpu-stack")
-NODE_MONITOR_GRACE = "20s"
-LEASE_SECONDS = 20
-RENEW_EVERY = 5.0
+
+
+def heartbeat_timing(node_count: int) -> tuple[float, int]:
+    """(lease renewal period, node-monitor grace period) for a fleet size.
+
+    Small fleets renew every 5 s so a stopped heartbeat shows NotReady within about 20 s; large fleets renew less
+    often (at most ~40 renewals a second) with a grace period of three periods, so a laptop is not kept busy.
+    """
+    renew = max(5.0, node_count / 40.0)
+    return renew, max(20, int(renew * 3) + 5)
 
 
 class LocalBackend:
@@ -104,8 +111,10 @@ class LocalBackend:
                              cert_file=pki.client_cert(who), key_file=pki.client_key(who),
                              cluster_name=self.cluster_name)
 
-    def _specs(self, bins: binaries.Binaries, pki: pki_mod.Pki, ports: dict[str, int]) -> dict[str, ProcessSpec]:
+    def _specs(self, bins: binaries.Binaries, pki: pki_mod.Pki, ports: dict[str, int],
+               node_count: int) -> dict[str, ProcessSpec]:
         d = self.dir
+        renew, grace = heartbeat_timing(node_count)
         etcd_url = f"http://127.0.0.1:{ports['etcd']}"
         peer_url = f"http://127.0.0.1:{ports['etcd-peer']}"
         allow = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"
@@ -138,7 +147,7 @@ class LocalBackend:
                 f"--root-ca-file={pki.ca_cert}", f"--service-account-private-key-file={pki.sa_key}",
                 f"--cluster-signing-cert-file={pki.ca_cert}", f"--cluster-signing-key-file={pki.ca_key}",
                 "--use-service-account-credentials=true", "--node-monitor-period=2s",
-                f"--node-monitor-grace-period={NODE_MONITOR_GRACE}", "--profiling=false", allow, "--v=1",
+                f"--node-monitor-grace-period={grace}s", "--profiling=false", allow, "--v=1",
             )),
             "kube-scheduler": ProcessSpec("kube-scheduler", (
                 str(bins.path("kube-scheduler")), f"--kubeconfig={self._kc('scheduler')}",
@@ -149,7 +158,7 @@ class LocalBackend:
             )),
             "node-agent": ProcessSpec("node-agent", (
                 sys.executable, "-m", "cluster.sim.node_agent", f"--kubeconfig={self._kc('agent')}",
-                f"--fleet={d / 'fleet.yaml'}", f"--lease-seconds={LEASE_SECONDS}", f"--renew-every={RENEW_EVERY}",
+                f"--fleet={d / 'fleet.yaml'}", f"--lease-seconds={grace}", f"--renew-every={renew}",
             )),
             "pod-agent": ProcessSpec("pod-agent", (
                 sys.executable, "-m", "cluster.sim.pod_agent", f"--kubeconfig={self._kc('agent')}",
@@ -210,7 +219,7 @@ class LocalBackend:
         state.update(backend="local", ports=ports, fleet=state.get("fleet") or fl.name,
                      kubernetes=versions.KUBERNETES_VERSION)
         self._save(state)
-        specs = self._specs(bins, pki, ports)
+        specs = self._specs(bins, pki, ports, fl.node_count)
         admin = (str(pki.client_cert("admin")), str(pki.client_key("admin")))
         prog.start("starting the control plane", len(specs))
         self.sup.start(specs["etcd"])
