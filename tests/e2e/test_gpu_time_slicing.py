@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from cluster.kube.client import Client
+from cluster.kube.client import JSON_PATCH, Client
 from cluster.sim.gpu import names
-from gpu_e2e import (configmap, create_pod, delete, events_for, ext, gpu_operator, gpu_pod, label, metrics,
+from gpu_e2e import (POLICY, configmap, create_pod, delete, events_for, ext, gpu_operator, gpu_pod, label, metrics,
                      metrics_url, pod, set_device_plugin_config, visible_devices, wait_event, wait_ext, wait_for,
                      wait_phase)
 
@@ -124,8 +124,9 @@ def test_seed_004_any_key_with_10_replicas(gpu_operator: Client) -> None:
     nvidia.com/gpu at 10 per GPU in capacity and allocatable."""
     client = gpu_operator
     configmap(client, "time-slicing-config", {"any": ANY_10})
-    try:
-        set_device_plugin_config(client, "time-slicing-config", "any")
+    try:  # the seed's own command: a JSON patch that replaces /spec/devicePlugin/config
+        client.patch(POLICY, [{"op": "replace", "path": "/spec/devicePlugin/config",
+                               "value": {"name": "time-slicing-config", "default": "any"}}], JSON_PATCH)
         for node, gpus in (("a100-0", 4), ("t4-0", 1), ("h100-0", 8)):
             wait_ext(client, node, {"nvidia.com/gpu": str(10 * gpus)})
             wait_ext(client, node, {"nvidia.com/gpu": str(10 * gpus)}, "allocatable")

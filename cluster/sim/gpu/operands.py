@@ -154,7 +154,7 @@ def pod_status(pod: Mapping[str, Any], node: Mapping[str, Any] | None, st: Opera
     else:
         statuses = []
         for name in mains:
-            if name == st.container or (st.container not in mains and name == mains[0]):
+            if st.phase == CREATING or name == st.container or (st.container not in mains and name == mains[0]):
                 statuses.append(_failing(pod, name, st, ts))
             else:
                 statuses.append(_cstatus(pod, name, {"running": {"startedAt": ts}}, True, _restarts(pod, name)))
@@ -202,7 +202,8 @@ def matches(pod: Mapping[str, Any], st: OperandState) -> bool:
     if st.phase == INIT_WAIT:
         return "running" in cs.get("state", {}) and not cs.get("ready")
     if st.phase == CREATING:
-        return bool(cs.get("state", {}).get("waiting", {}).get("reason") == "ContainerCreating")
+        return all(c.get("state", {}).get("waiting", {}).get("reason") == "ContainerCreating"
+                   for c in status.get("containerStatuses", []))
     return bool(cs.get("lastState", {}).get("terminated", {}).get("message") == st.message)
 
 

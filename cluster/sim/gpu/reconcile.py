@@ -27,11 +27,12 @@ class NodeReconciler:
         self.client = client
         self.world = world
         self.recorder = recorder
+        self.kubelet = events.Recorder(client, "kubelet")
         self.queue = WorkQueue(self.reconcile)
         self.validated_at: dict[str, float] = {}
         self.operand_states: dict[str, dict[str, operands.OperandState]] = {}
         self.slices: dict[str, str] = {}  # node -> JSON of the devices last published
-        self.mig = migrunner.MigRunner(client, world, recorder)
+        self.mig = migrunner.MigRunner(client, world, events.Recorder(client, "nvidia-mig-manager"))
         self._generation = int(time.time())
 
     # --- validator gate -------------------------------------------------------------------------------------
@@ -111,11 +112,11 @@ class NodeReconciler:
             return
         host = pod["spec"].get("nodeName", "")
         if st.phase in (operands.CRASH, operands.INIT_CRASH):
-            await self.recorder.record(pod, "Warning", "BackOff",
+            await self.kubelet.record(pod, "Warning", "BackOff",
                                        f"Back-off restarting failed container {st.container} in pod "
                                        f"{m['name']}_{m['namespace']}({m['uid']})", host=host)
         elif st.phase == operands.CREATING:
-            await self.recorder.record(pod, "Warning", "FailedMount", st.message, host=host)
+            await self.kubelet.record(pod, "Warning", "FailedMount", st.message, host=host)
 
     # --- DRA ----------------------------------------------------------------------------------------------------
 

@@ -33,7 +33,8 @@ class Stack:
         self.recorder = events.Recorder(client, "gpu-operator")
         self.nodes = reconcile.NodeReconciler(client, self.world, self.recorder)
         self.operator = operatorctl.OperatorController(client, self.world)
-        self.exporter = dcgm_exporter.Exporter(client, self.world, self.recorder, self.nodes.operand_states)
+        self.exporter = dcgm_exporter.Exporter(client, self.world, events.Recorder(client, "kubelet"),
+                                               self.nodes.operand_states)
         self.node_informer = informer.Informer(client, "/api/v1/nodes", self.on_node)
         self.pod_informer = informer.Informer(client, "/api/v1/pods", self.on_pod, fieldSelector="spec.nodeName!=")
         self.cm_informer = informer.Informer(client, f"/api/v1/namespaces/{names.NAMESPACE}/configmaps", self.on_configmap)
