@@ -1,0 +1,97 @@
+"""Applying manifests the way a learner's ``kubectl apply`` would, through our one Kubernetes client.
+
+Server-side apply for every object; a Pod whose spec changed is deleted and created again (a pod's spec is
+immutable, and a learner re-applying a fixed pod expects the new one). The apiserver's refusal of an object
+is returned as a result, because for a learner it is a lesson, not a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from cluster import errors
+from cluster.kube import client as client_mod
+from cluster.kube.client import Client
+
+CLUSTER_SCOPED = frozenset({
+    "Namespace", "Node", "PriorityClass", "DeviceClass", "ResourceSlice", "ClusterPolicy", "ClusterRole",
+    "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume", "StorageClass", "RuntimeClass",
+})
+
+
+@dataclass(frozen=True)
+class Applied:
+    """One object's result: ``ok`` with ``action`` (created/configured/replaced), or the apiserver's refusal."""
+
+    ref: str
+    ok: bool
+    message: str
+
+
+def plural(kind: str) -> str:
+    """The resource name of a non-core kind (``ClusterPolicy`` -> ``clusterpolicies``)."""
+    low = kind.lower()
+    if low.endswith("y"):
+        return low[:-1] + "ies"
+    return low + ("es" if low.endswith("s") else "s")
+
+
+def object_path(api_version: str, kind: str, name: str | None = None, namespace: str = "") -> str:
+    ns = None if kind in CLUSTER_SCOPED else (namespace or "default")
+    # Core (v1) kinds use the client's own table; other groups follow the usual plural rule.
+    return client_mod.path_for(api_version, kind, ns, name, None if api_version == "v1" else plural(kind))
+
+
+def _ref(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    ns = "" if obj.get("kind") in CLUSTER_SCOPED else f"{meta.get('namespace') or 'default'}/"
+    return f"{obj.get('kind', '?')} {ns}{meta.get('name', '?')}"
+
+
+def apply_one(client: Client, obj: dict[str, Any]) -> Applied:
+    ref = _ref(obj)
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not meta.get("name") or not obj.get("apiVersion") or not obj.get("kind"):
+        return Applied(ref, False, "needs apiVersion, kind and metadata.name")
+    path = object_path(str(obj["apiVersion"]), str(obj["kind"]), str(meta["name"]), str(meta.get("namespace") or ""))
+    existed = client.exists(path)
+    try:
+        client.apply(path, obj)
+        return Applied(ref, True, "configured" if existed else "created")
+    except errors.ApiError as exc:
+        if not (existed and obj["kind"] == "Pod" and exc.status == 422):
+            return Applied(ref, False, exc.api_message)
+    # A pod's spec cannot change in place: replace it, as `kubectl replace --force` would.
+    try:
+        client.delete(path, gracePeriodSeconds=0)
+    except errors.NotFound:
+        pass
+    try:
+        client.apply(path, obj)
+    except errors.ApiError as exc:
+        return Applied(ref, False, exc.api_message)
+    return Applied(ref, True, "replaced")
+
+
+def apply_all(client: Client, objects: Iterable[object]) -> list[Applied]:
+    out = []
+    for obj in objects:
+        if obj is None:
+            continue
+        if not isinstance(obj, dict):
+            out.append(Applied("?", False, "a document that is not a Kubernetes object"))
+            continue
+        items = obj.get("items") if obj.get("kind") == "List" else None
+        out.extend(apply_all(client, items) if isinstance(items, list) else [apply_one(client, obj)])
+    return out
+
+
+def delete(client: Client, path: str) -> bool:
+    """Delete at once (pods without a grace period); False when it was already gone."""
+    try:
+        client.delete(path, gracePeriodSeconds=0)
+        return True
+    except errors.NotFound:
+        return False

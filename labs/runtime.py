@@ -1,0 +1,219 @@
+"""A started lab: the learner's working folder plus the cluster, with check, solve, reset and submit.
+
+``start`` puts the lab's scope back to its start values, runs the setup steps and copies the starter files
+into the working folder (without overwriting the learner's edits unless asked). Every method is safe to call
+again. The learner's files are backed up before ``solve`` or ``reset`` overwrite them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from cluster import backends, errors
+from cluster.backends.base import state_root
+from cluster.kube.client import Client
+from graders import Check, Report, Severity, source
+from labs import bundle as bundle_mod, catalog, evidence, grading, kubeapply, scope, steps, view
+from labs.spec import LabSpec, Task
+
+log = logging.getLogger(__name__)
+BACKUPS = ".gpulab-backup"
+
+
+def default_workdir(lab_id: str) -> Path:
+    base = os.environ.get("GPULAB_LABS_DIR")
+    return (Path(base) if base else Path.cwd() / "gpulab-labs") / lab_id
+
+
+def _record_path(lab_id: str) -> Path:
+    return state_root() / "labs" / f"{lab_id}.json"
+
+
+class Lab:
+    """One lab on one cluster, with the learner's files in ``workdir``."""
+
+    def __init__(self, spec: LabSpec, workdir: Path, kubeconfig: Path | None = None) -> None:
+        self.spec = spec
+        self.workdir = workdir
+        self._kubeconfig = kubeconfig
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def tasks(self) -> tuple[Task, ...]:
+        return self.spec.tasks
+
+    def file(self, name: str) -> Path:
+        """The learner's copy of one of the lab's files."""
+        if name not in self.spec.files:
+            raise errors.ConfigError("file", [f"{name!r} is not a file of lab {self.id} ({', '.join(self.spec.files)})"])
+        return self.workdir / name
+
+    def client(self) -> Client:
+        return Client.from_kubeconfig(self._kubeconfig or backends.current().kubeconfig())
+
+    # --- lifecycle ---------------------------------------------------------------------------------------------
+
+    def setup(self, *, fresh: bool = False) -> None:
+        """Scope to start values, setup steps, starter files (``fresh`` replaces the learner's copies)."""
+        with self.client() as client:
+            scope.normalize(client, self.spec.scope)
+            self._run(client, self.spec.setup, "set up")
+        self._copy_files("starter", overwrite=fresh)
+        _record_path(self.id).parent.mkdir(parents=True, exist_ok=True)
+        _record_path(self.id).write_text(json.dumps({"workdir": str(self.workdir.resolve())}))
+
+    def solve(self) -> None:
+        """Write the solution files into the working folder and do what a learner would do with them."""
+        self._copy_files("solution", overwrite=True)
+        with self.client() as client:
+            self._run(client, self.spec.solve, "solve")
+
+    def reset(self) -> None:
+        """Back to the start: the scope and setup again, and the starter files (the old ones are backed up)."""
+        self.setup(fresh=True)
+
+    def apply(self, *names: str) -> list[kubeapply.Applied]:
+        """Apply the learner's files (all linted manifests when none are named); refusals are results."""
+        out: list[kubeapply.Applied] = []
+        with self.client() as client:
+            for name in names or self.spec.lint_files:
+                path = self.file(name)
+                if not path.is_file():
+                    out.append(kubeapply.Applied(name, False, "the file does not exist"))
+                    continue
+                parsed = source.read_file(path, name)
+                bad = [f for f in parsed.findings if f.severity is Severity.ERROR]
+                if bad:
+                    out.append(kubeapply.Applied(name, False, f"line {bad[0].line}: {bad[0].message}"))
+                    continue
+                out.extend(kubeapply.apply_all(client, [d.data for d in parsed.documents]))
+        return out
+
+    # --- grading -----------------------------------------------------------------------------------------------
+
+    def _evidence(self, cluster: view.ClusterView | None) -> evidence.Evidence:
+        files = evidence.read_files(self.workdir, self.spec.files)
+        return evidence.Evidence(files, self.spec.lint_files, grading.fleet_facts(self.spec.fleet), cluster)
+
+    def check(self, *, wait: float = 10.0) -> Report:
+        """Grade the working folder against the live cluster; cluster checks are retried for up to ``wait`` s."""
+        with self.client() as client:
+            ev = self._evidence(view.LiveView(client))
+            report = grading.run_checks(self.spec, ev, strict=False)
+            deadline = time.monotonic() + wait
+            by_id = {c.id: c for c in self.spec.checks}
+            while not report.passed and time.monotonic() < deadline:
+                failing = [c for c in report.checks if not c.passed and by_id[c.id].cluster]
+                if not failing:
+                    break
+                time.sleep(0.5)
+                ev.view = view.LiveView(client)
+                redone = {c.id: self._evaluate(ev, by_id[c.id].id) for c in failing}
+                report = Report.from_checks(self.id, [redone.get(c.id, c) for c in report.checks])
+        if wait > 0:
+            report = Report.from_checks(self.id, [self._timed_out(c, wait, by_id[c.id].cluster)
+                                                  for c in report.checks])
+        return report
+
+    def _evaluate(self, ev: evidence.Evidence, check_id: str) -> Check:
+        spec = next(c for c in self.spec.checks if c.id == check_id)
+        try:
+            outcome = spec.rule.evaluate(ev)
+        except Exception:
+            log.exception("check %s crashed", check_id)
+            return Check(check_id, False, spec.points, "gpulab could not run this check (a bug in gpulab)", "")
+        return Check(check_id, outcome.passed, spec.points, outcome.message, "" if outcome.passed else spec.hint)
+
+    @staticmethod
+    def _timed_out(c: Check, wait: float, cluster: bool) -> Check:
+        if c.passed or not cluster:
+            return c
+        return Check(c.id, False, c.points, f"timed out after {wait:.0f} s waiting: {c.message}", c.hint)
+
+    def submit(self, path: Path | None = None) -> Path:
+        """Write the evidence bundle (the files and every cluster read the checks make); returns its path."""
+        with self.client() as client:
+            live = view.LiveView(client)
+            record: dict[str, Any] = {}
+            for c in self.spec.checks:
+                for api_path, params in c.rule.reads():
+                    record.setdefault(view.key(api_path, params), live.get(api_path, params))
+        files = evidence.read_files(self.workdir, self.spec.files)
+        out = path or self.workdir / bundle_mod.FILE_NAME
+        return bundle_mod.write(out, bundle_mod.Bundle(self.id, self.spec.version, files, record))
+
+    def snapshot(self) -> dict[str, Any]:
+        """The objects this lab may change, as comparable data (what ``reset`` must restore)."""
+        with self.client() as client:
+            return scope.snapshot(client, self.spec.scope)
+
+    def progress(self, report: Report) -> dict[str, tuple[float, float]]:
+        """Task id -> (points earned, points possible) in ``report``."""
+        got = {c.id: c for c in report.checks}
+        out = {}
+        for task in self.tasks:
+            graded = [got[c.id] for c in task.checks if c.id in got]
+            out[task.id] = (sum(c.points for c in graded if c.passed), sum(c.points for c in graded))
+        return out
+
+    def widget(self) -> Any:
+        """The notebook widget for this lab (needs ipywidgets, from the course extra)."""
+        from labs import widget
+
+        return widget.LabWidget(self)
+
+    # --- helpers -----------------------------------------------------------------------------------------------
+
+    def _run(self, client: Client, todo: tuple[steps.Step, ...], what: str) -> None:
+        ctx = steps.StepContext(client, self.spec.directory, grading.fleet_facts(self.spec.fleet))
+        for step in todo:
+            log.info("lab %s: %s: %s", self.id, what, step.describe())
+            try:
+                step.run(ctx)
+            except errors.ApiError as exc:
+                raise errors.ClusterError(f"lab {self.id} could not {what}: {step.describe()}: {exc.api_message}",
+                                          hint=f"gpulab status; then gpulab lab reset {self.id}") from exc
+
+    def _copy_files(self, folder: str, *, overwrite: bool) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+        for name in self.spec.files:
+            src, dst = self.spec.directory / folder / name, self.workdir / name
+            if dst.exists():
+                if not overwrite or dst.read_bytes() == src.read_bytes():
+                    continue
+                if dst.read_bytes() != self.spec.starter(name).read_bytes():
+                    backup = self.workdir / BACKUPS / stamp / name
+                    backup.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(dst, backup)
+            shutil.copyfile(src, dst)
+
+
+def start(lab_id: str, *, workdir: Path | str | None = None, kubeconfig: Path | str | None = None,
+          fresh: bool = False) -> Lab:
+    """Set up lab ``lab_id`` on the cluster and return it (its files in ``workdir``, default ./gpulab-labs/<id>)."""
+    spec = catalog.get(lab_id)
+    lab = Lab(spec, Path(workdir) if workdir else default_workdir(lab_id), Path(kubeconfig) if kubeconfig else None)
+    lab.setup(fresh=fresh)
+    return lab
+
+
+def attach(lab_id: str, *, kubeconfig: Path | str | None = None) -> Lab:
+    """The lab started earlier (by ``start`` or ``gpulab lab start``), without setting it up again."""
+    spec = catalog.get(lab_id)
+    try:
+        workdir = Path(json.loads(_record_path(lab_id).read_text())["workdir"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise errors.ConfigError("lab", [f"lab {lab_id} has not been started on this cluster"],
+                                 hint=f"gpulab lab start {lab_id}") from exc
+    return Lab(spec, workdir, Path(kubeconfig) if kubeconfig else None)

@@ -1,0 +1,147 @@
+"""What a lab may change, put back to its start values (``normalize``) and described for comparison
+(``snapshot``).
+
+``normalize`` touches only what the scope names, and writes only where the cluster differs from the start
+value, so a lab that was never touched costs a few reads. Namespaces are emptied rather than deleted: a
+namespace deletion waits for the namespace controller, emptying takes one request per kind.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cluster import errors
+from cluster.kube.client import Client
+from cluster.sim.gpu import manifests, names, operator
+from labs import kubeapply, steps
+from labs.spec import Scope
+
+# Namespaced kinds a lab may create, emptied in this order (owners before what they own).
+NAMESPACED: tuple[tuple[str, str], ...] = (
+    ("apps/v1", "deployments"), ("apps/v1", "replicasets"), ("batch/v1", "jobs"), ("v1", "pods"),
+    ("resource.k8s.io/v1", "resourceclaims"), ("resource.k8s.io/v1", "resourceclaimtemplates"),
+    ("v1", "resourcequotas"), ("v1", "limitranges"), ("v1", "services"), ("v1", "configmaps"), ("v1", "events"),
+)
+_KEEP_CONFIGMAPS = frozenset({"kube-root-ca.crt"})
+
+
+def _collection(api_version: str, plural: str, namespace: str) -> str:
+    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    return f"{base}/namespaces/{namespace}/{plural}"
+
+
+def normalize(client: Client, scope: Scope) -> None:
+    """Put every object of ``scope`` back to its start value (see ``Scope``)."""
+    if scope.operator:
+        steps.ensure_operator(client, scope.operator == "installed")
+    for ns in scope.namespaces:
+        _empty_namespace(client, ns)
+    for ref in scope.objects:
+        kubeapply.delete(client, kubeapply.object_path(ref.api_version, ref.kind, ref.name, ref.namespace))
+    nodes = {n: client.get(f"/api/v1/nodes/{n}") for n in sorted({*scope.node_labels, *scope.faults})}
+    for name, keys in sorted(scope.node_labels.items()):
+        present = {k: None for k in keys if k in (nodes[name]["metadata"].get("labels") or {})}
+        if present:
+            client.patch(f"/api/v1/nodes/{name}", {"metadata": {"labels": present}})
+    for name in scope.faults:
+        if names.FAULTS in (nodes[name]["metadata"].get("annotations") or {}):
+            client.patch(f"/api/v1/nodes/{name}", {"metadata": {"annotations": {names.FAULTS: None}}})
+    if scope.policy and operator.policy_state(client) is not None:
+        _restore_policy(client, scope.policy)
+
+
+def _empty_namespace(client: Client, ns: str) -> None:
+    try:
+        found = client.get(f"/api/v1/namespaces/{ns}")
+    except errors.NotFound:
+        client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        return
+    if found.get("status", {}).get("phase") == "Terminating":
+        raise errors.ClusterError(f"namespace {ns} is being deleted", hint="wait a few seconds, then retry")
+    for api_version, plural in NAMESPACED:
+        path = _collection(api_version, plural, ns)
+        listed = client.get(path).get("items", [])
+        doomed = [o["metadata"]["name"] for o in listed
+                  if not (plural == "configmaps" and o["metadata"]["name"] in _KEEP_CONFIGMAPS)]
+        if not doomed:
+            continue
+        if plural == "configmaps":
+            for name in doomed:
+                kubeapply.delete(client, f"{path}/{name}")
+            continue
+        try:
+            client.delete(path, gracePeriodSeconds=0, propagationPolicy="Background")
+        except errors.ApiError as exc:
+            if exc.status != 405:  # a kind without delete-collection: one by one
+                raise
+            for name in doomed:
+                kubeapply.delete(client, f"{path}/{name}")
+
+
+def _restore_policy(client: Client, fields: tuple[str, ...]) -> None:
+    default = manifests.cluster_policy()["spec"]
+    current = client.get(steps.POLICY_PATH).get("spec", {})
+    ops: list[dict[str, Any]] = []
+    for dotted in fields:
+        keys = dotted.split(".")
+        want, have = _dig(default, keys), _dig(current, keys)
+        if want == have:
+            continue
+        pointer = "/spec/" + "/".join(keys)
+        ops.append({"op": "remove", "path": pointer} if want is None else {"op": "add", "path": pointer, "value": want})
+    if ops:
+        client.patch(steps.POLICY_PATH, ops, "application/json-patch+json")
+
+
+def _dig(data: Any, keys: list[str]) -> Any:
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def snapshot(client: Client, scope: Scope) -> dict[str, Any]:
+    """The state of everything in scope, without volatile fields: equal snapshots mean the same state."""
+    out: dict[str, Any] = {"operator": operator.policy_state(client) is not None}
+    for ns in scope.namespaces:
+        out[f"namespace {ns}"] = _namespace_contents(client, ns)
+    for ref in scope.objects:
+        try:
+            obj = client.get(kubeapply.object_path(ref.api_version, ref.kind, ref.name, ref.namespace))
+            out[str(ref)] = {k: v for k, v in obj.items() if k in ("spec", "data", "value", "preemptionPolicy")}
+        except errors.NotFound:
+            out[str(ref)] = None
+    for node in sorted({*scope.node_labels, *scope.faults}):
+        got = client.get(f"/api/v1/nodes/{node}")
+        labels = got["metadata"].get("labels") or {}
+        status = got.get("status", {})
+        out[f"node {node}"] = {
+            "labels": {k: labels.get(k) for k in scope.node_labels.get(node, ())},
+            "faults": (got["metadata"].get("annotations") or {}).get(names.FAULTS),
+            "capacity": {k: v for k, v in status.get("capacity", {}).items() if "/" in k},
+            "allocatable": {k: v for k, v in status.get("allocatable", {}).items() if "/" in k},
+        }
+    if scope.policy and out["operator"]:
+        spec = client.get(steps.POLICY_PATH).get("spec", {})
+        out["policy"] = {f: _dig(spec, f.split(".")) for f in scope.policy}
+    return json.loads(json.dumps(out, sort_keys=True))
+
+
+def _namespace_contents(client: Client, ns: str) -> list[str] | None:
+    if not client.exists(f"/api/v1/namespaces/{ns}"):
+        return None
+    found = []
+    for api_version, plural in NAMESPACED:
+        if plural == "events":
+            continue
+        for obj in client.get(_collection(api_version, plural, ns)).get("items", []):
+            meta = obj["metadata"]
+            if plural == "configmaps" and meta["name"] in _KEEP_CONFIGMAPS:
+                continue
+            owners = meta.get("ownerReferences") or []
+            # Pods and ReplicaSets made by controllers get random names: count them by owner instead.
+            name = f"owned by {owners[0]['kind']} {owners[0]['name'].rsplit('-', 1)[0]}" if owners else meta["name"]
+            found.append(f"{plural}: {name}")
+    return sorted(found)

@@ -1,0 +1,144 @@
+"""The value types of a lab: its spec, tasks, checks, setup/solve steps and the scope it may change.
+
+A lab is authored as versioned strict YAML (``labs/<id>/lab.yaml``, read by ``labs.loader``) and lives in
+memory as these frozen objects: ``setup``, ``solve`` and every check are Python objects with one method each,
+so the runtime, the grader and the tests drive them the same way. Nothing here talks to a cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from labs import evidence, steps
+
+API_VERSION = "gpulab.dev/v1"
+KIND = "Lab"
+OPERATOR_STATES = ("installed", "absent")
+
+
+class Problems:
+    """Every problem found while reading a spec, each as ``path: message`` (reported all at once)."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def add(self, path: str, message: str) -> None:
+        self.items.append(f"{path}: {message}")
+
+    def unknown(self, path: str, data: Mapping[str, Any], allowed: Sequence[str]) -> None:
+        for key in data:
+            if key not in allowed:
+                self.add(f"{path}.{key}", f"unknown field (allowed: {', '.join(sorted(allowed))})")
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one check concluded: passed or not, and what it saw, in words."""
+
+    passed: bool
+    message: str
+
+
+class Rule(Protocol):
+    """The evaluator behind a check. ``cluster`` rules need a cluster view (live or an evidence bundle)."""
+
+    cluster: bool
+
+    def evaluate(self, ev: evidence.Evidence) -> Outcome: ...
+
+    def reads(self) -> Sequence[tuple[str, Mapping[str, str]]]:
+        """The API reads this rule makes (path, query), so that a bundle can record them."""
+        ...
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    id: str
+    task: str
+    points: float
+    hint: str
+    rule: Rule
+    title: str = ""
+
+    @property
+    def cluster(self) -> bool:
+        return self.rule.cluster
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    title: str
+    instructions: str
+    files: tuple[str, ...]
+    checks: tuple[CheckSpec, ...]
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """A named object a lab owns: deleted on reset, recreated by setup when setup makes it."""
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind} {where}{self.name}"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Everything a lab may change. Setup first puts these back to their start values, then runs its steps.
+
+    ``operator``: the GPU Operator must be installed / absent ("" = the lab does not care);
+    ``namespaces``: lab namespaces, created empty; ``objects``: named objects, deleted;
+    ``node_labels``: node -> label keys, removed; ``faults``: nodes whose simulated faults are cleared;
+    ``policy``: ClusterPolicy ``spec`` fields (dotted), restored to the operator's defaults.
+    """
+
+    operator: str = ""
+    namespaces: tuple[str, ...] = ()
+    objects: tuple[ObjectRef, ...] = ()
+    node_labels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    faults: tuple[str, ...] = ()
+    policy: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LabSpec:
+    id: str
+    version: int
+    title: str
+    module: str  # the course section (graders.findings.SECTIONS)
+    summary: str
+    fleet: str
+    scope: Scope
+    setup: tuple[steps.Step, ...]
+    solve: tuple[steps.Step, ...]
+    tasks: tuple[Task, ...]
+    files: tuple[str, ...]  # the learner's files (copied from starter/)
+    lint_files: tuple[str, ...]  # files the static rules read
+    directory: Path
+
+    @property
+    def checks(self) -> tuple[CheckSpec, ...]:
+        return tuple(c for t in self.tasks for c in t.checks)
+
+    @property
+    def max_score(self) -> float:
+        return sum(c.points for c in self.checks)
+
+    def starter(self, name: str) -> Path:
+        return self.directory / "starter" / name
+
+    def solution(self, name: str) -> Path:
+        return self.directory / "solution" / name

@@ -1,0 +1,227 @@
+"""Setup and solve steps: small actions on the cluster, each a frozen object with one ``run``.
+
+``lab.yaml`` writes a step as a one-key mapping: ``{apply: setup/filler.yaml}``, ``{operator: installed}``,
+``{label: {node, key, value}}``, ``{fault: {node, kind, gpu, present}}``, ``{policy: <patch of spec>}``,
+``{delete: <API path>}`` or ``{wait: {<cluster check>: {...}, timeout: 30}}``. A step that fails is our
+failure (the lab could not be set up or solved), raised as a ``ClusterError`` that names the step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+from cluster import errors
+from cluster.kube.client import Client
+from cluster.sim.gpu import hoststate, names, operator
+from graders import FleetFacts
+from labs import evidence, kubeapply, view
+from labs.checks import common, live
+from labs.spec import OPERATOR_STATES, Problems, Rule
+
+POLICY_PATH = f"{names.POLICY_PATH}/{names.POLICY_NAME}"
+
+
+@dataclass(frozen=True)
+class StepContext:
+    client: Client
+    lab_dir: Path
+    fleet: FleetFacts
+
+
+class Step(Protocol):
+    def run(self, ctx: StepContext) -> None: ...
+
+    def describe(self) -> str: ...
+
+
+def load_objects(path: Path) -> list[object]:
+    """The documents of one of our own lab files (trusted, small)."""
+    try:
+        return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    except (OSError, yaml.YAMLError) as exc:
+        raise errors.ConfigError(str(path), [f"cannot be read: {exc}"]) from exc
+
+
+@dataclass(frozen=True)
+class Apply:
+    file: str
+
+    def run(self, ctx: StepContext) -> None:
+        results = kubeapply.apply_all(ctx.client, load_objects(ctx.lab_dir / self.file))
+        bad = [f"{r.ref}: {r.message}" for r in results if not r.ok]
+        if bad:
+            raise errors.ClusterError(f"applying {self.file} failed: " + "; ".join(bad),
+                                      hint="gpulab status (is the cluster up?), then gpulab lab reset")
+
+    def describe(self) -> str:
+        return f"apply {self.file}"
+
+
+@dataclass(frozen=True)
+class Operator:
+    installed: bool
+
+    def run(self, ctx: StepContext) -> None:
+        ensure_operator(ctx.client, self.installed)
+
+    def describe(self) -> str:
+        return "install the GPU Operator" if self.installed else "remove the GPU Operator"
+
+
+def ensure_operator(client: Client, installed: bool) -> None:
+    present = operator.policy_state(client) is not None or client.exists(operator.NS_PATH)
+    if installed and operator.policy_state(client) is None:
+        operator.install(client, wait=True, timeout=120)
+    elif not installed and present:
+        operator.uninstall(client)
+
+
+@dataclass(frozen=True)
+class Label:
+    node: str
+    key: str
+    value: str | None
+
+    def run(self, ctx: StepContext) -> None:
+        current = (ctx.client.get(f"/api/v1/nodes/{self.node}")["metadata"].get("labels") or {}).get(self.key)
+        if current != self.value:
+            ctx.client.patch(f"/api/v1/nodes/{self.node}", {"metadata": {"labels": {self.key: self.value}}})
+
+    def describe(self) -> str:
+        return f"label {self.node} {self.key}={self.value}" if self.value else f"unlabel {self.node} {self.key}"
+
+
+@dataclass(frozen=True)
+class Fault:
+    node: str
+    kind: str
+    gpu: int | None
+    present: bool
+
+    def run(self, ctx: StepContext) -> None:
+        operator.set_fault(ctx.client, self.node, self.kind, self.gpu, self.present)
+
+    def describe(self) -> str:
+        return f"{'inject' if self.present else 'clear'} fault {self.kind} on {self.node}"
+
+
+@dataclass(frozen=True)
+class Policy:
+    patch: Mapping[str, Any]
+
+    def run(self, ctx: StepContext) -> None:
+        ctx.client.patch(POLICY_PATH, {"spec": dict(self.patch)})
+
+    def describe(self) -> str:
+        return f"patch ClusterPolicy spec with {dict(self.patch)}"
+
+
+@dataclass(frozen=True)
+class Delete:
+    path: str
+
+    def run(self, ctx: StepContext) -> None:
+        kubeapply.delete(ctx.client, self.path)
+
+    def describe(self) -> str:
+        return f"delete {self.path}"
+
+
+@dataclass(frozen=True)
+class Wait:
+    rule: Rule
+    timeout: float = 30.0
+    what: str = field(default="", compare=False)
+
+    def run(self, ctx: StepContext) -> None:
+        ev = evidence.Evidence({}, (), ctx.fleet, view.LiveView(ctx.client))
+        deadline = time.monotonic() + self.timeout
+        while True:
+            outcome = self.rule.evaluate(ev)
+            if outcome.passed:
+                return
+            if time.monotonic() >= deadline:
+                raise errors.ClusterError(f"timed out after {self.timeout:.0f} s waiting for {self.what}: "
+                                          f"{outcome.message}", hint="gpulab gpu-operator status")
+            time.sleep(0.3)
+
+    def describe(self) -> str:
+        return f"wait for {self.what}"
+
+
+_WAITABLE = {"pod": live.PodRule.parse, "node": live.NodeRule.parse, "object": live.ObjectRule.parse}
+
+
+def parse(p: Problems, where: str, raw: Any, lab_dir: Path) -> Step | None:
+    """One step from its one-key mapping; problems are recorded, None returned for a broken step."""
+    if not isinstance(raw, dict) or len(raw) != 1:
+        p.add(where, "a step is a mapping with one key: apply, operator, label, fault, policy, delete or wait")
+        return None
+    (action, value), = raw.items()
+    where = f"{where}.{action}"
+    if action == "apply":
+        file = common.text(p, where, value)
+        if file and not (lab_dir / file).is_file():
+            p.add(where, f"{file} does not exist in {lab_dir.name}/")
+        return Apply(file)
+    if action == "operator":
+        if value not in OPERATOR_STATES:
+            p.add(where, f"must be one of {', '.join(OPERATOR_STATES)}")
+        return Operator(value == "installed")
+    if action == "label":
+        m = common.mapping(p, where, value)
+        p.unknown(where, m, ("node", "key", "value"))
+        v = m.get("value")
+        if v is not None and not isinstance(v, str):
+            p.add(f"{where}.value", "must be a string, or null to remove the label")
+        return Label(common.text(p, f"{where}.node", m.get("node")), common.text(p, f"{where}.key", m.get("key")),
+                     v if isinstance(v, str) else None)
+    if action == "fault":
+        return _fault(p, where, value)
+    if action == "policy":
+        return Policy(common.mapping(p, where, value))
+    if action == "delete":
+        path = common.text(p, where, value)
+        if path and not path.startswith(("/api/", "/apis/")):
+            p.add(where, "must be an API path starting with /api/ or /apis/")
+        return Delete(path)
+    if action == "wait":
+        return _wait(p, where, value)
+    p.add(where, "unknown step (apply, operator, label, fault, policy, delete, wait)")
+    return None
+
+
+def _fault(p: Problems, where: str, value: Any) -> Fault:
+    m = common.mapping(p, where, value)
+    p.unknown(where, m, ("node", "kind", "gpu", "present"))
+    kind = common.text(p, f"{where}.kind", m.get("kind"))
+    if kind and kind not in hoststate.FAULT_KINDS:
+        p.add(f"{where}.kind", f"must be one of {', '.join(hoststate.FAULT_KINDS)}")
+    gpu = m.get("gpu")
+    if gpu is not None and (isinstance(gpu, bool) or not isinstance(gpu, int) or gpu < 0):
+        p.add(f"{where}.gpu", "must be a GPU index (0, 1, ...)")
+        gpu = None
+    present = m.get("present", True)
+    if not isinstance(present, bool):
+        p.add(f"{where}.present", "must be true or false")
+    return Fault(common.text(p, f"{where}.node", m.get("node")), kind, gpu, bool(present))
+
+
+def _wait(p: Problems, where: str, value: Any) -> Wait | None:
+    m = common.mapping(p, where, value)
+    timeout = m.get("timeout", 30)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 600:
+        p.add(f"{where}.timeout", "must be a number of seconds between 0 and 600")
+        timeout = 30
+    kinds = [k for k in m if k != "timeout"]
+    if len(kinds) != 1 or kinds[0] not in _WAITABLE:
+        p.add(where, f"needs exactly one of {', '.join(_WAITABLE)} (and optionally timeout)")
+        return None
+    rule = _WAITABLE[kinds[0]](p, f"{where}.{kinds[0]}", common.mapping(p, f"{where}.{kinds[0]}", m[kinds[0]]), None)
+    return Wait(rule, float(timeout), f"{kinds[0]} {m[kinds[0]].get('name', '') if isinstance(m[kinds[0]], dict) else ''}".strip())
