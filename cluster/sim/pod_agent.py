@@ -20,6 +20,7 @@ from cluster import errors
 from cluster.kube import kubeconfig
 from cluster.kube.client import AsyncClient
 from cluster.sim import admission, informer, nodes, runner
+from cluster.sim.gpu import events
 
 log = logging.getLogger("gpulab.pod-agent")
 
@@ -120,6 +121,7 @@ class PodAgent:
     def __init__(self, client: AsyncClient, hooks: list[admission.Hook]) -> None:
         self.client = client
         self.hooks = hooks
+        self.recorder = events.Recorder(client, "kubelet")
         self.node_informer = informer.Informer(client, "/api/v1/nodes", self.on_node)
         self.pod_informer = informer.Informer(client, "/api/v1/pods", self.on_pod, fieldSelector="spec.nodeName!=")
         self._timers: dict[str, asyncio.Task[None]] = {}
@@ -174,15 +176,23 @@ class PodAgent:
             self._maybe_schedule_finish(key, pod)
             return
         decision = await self._admit(pod, node)
+        host = node["metadata"]["name"]
         if decision is not None and decision.rejected:
             log.info("kubelet admission rejected %s: %s", key, decision.reason)
             await self.client.patch(self._status_path(pod), {"status": rejected_status(decision)})
+            await self.recorder.record(pod, "Warning", decision.reason, decision.message, host=host)
             return
         if decision is not None and decision.annotations:
             await self.client.patch(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
                                     {"metadata": {"annotations": dict(decision.annotations)}})
         status = {k: v for k, v in running_status(pod, node).items() if v is not None}
         updated = await self.client.patch(self._status_path(pod), {"status": status})
+        for c in pod["spec"].get("containers", []):
+            # What `kubectl describe pod` shows from a real kubelet (images are never pulled here).
+            await self.recorder.record(pod, "Normal", "Pulled",
+                                       f'Container image "{c.get("image", "")}" already present on machine', host=host)
+            await self.recorder.record(pod, "Normal", "Created", f"Created container: {c['name']}", host=host)
+            await self.recorder.record(pod, "Normal", "Started", f"Started container {c['name']}", host=host)
         self._maybe_schedule_finish(key, updated)
 
     async def _admit(self, pod: dict[str, Any], node: dict[str, Any]) -> admission.Decision | None:
