@@ -121,13 +121,17 @@ def empty() -> DevicePluginConfig:
     return DevicePluginConfig()
 
 
-def load(text: str | None, *, source: str = "config.yaml", env_mig_strategy: str | None = None) -> DevicePluginConfig:
-    """Parse, apply the operator's ``MIG_STRATEGY`` env, validate flags and neutralise rename/devices.
+def load(text: str | None, *, source: str = "config.yaml", env_mig_strategy: str | None = None,
+         env_mps_root: str | None = None) -> DevicePluginConfig:
+    """Parse, apply the operator's ``MIG_STRATEGY`` (and ``MPS_ROOT``) env, validate flags and neutralise
+    rename/devices.
 
     Raises ``PluginConfigError`` with the plugin's crash line when the real plugin would refuse to start.
     """
     config = parse(text, source=source) if text is not None and text.strip() else empty()
     config = with_operator_mig_strategy(config, env_mig_strategy)
+    if env_mps_root:  # an env var marks the flag as set, so it beats the file (DP README precedence)
+        config = replace(config, flags=replace(config.flags, mps_root=env_mps_root))
     problem = validate_flags(config)
     if problem:
         raise PluginConfigError(source, problem, CRASH_PREFIX + "unable to validate flags: " + problem)
