@@ -53,13 +53,16 @@ class NodeWatch:
     def _run(self) -> None:
         with Client(self.client.conn, timeout=600) as c:
             while True:
-                for ev in c.watch("/api/v1/nodes", resource_version=self.rv, timeout_seconds=500):
-                    obj = ev["object"]
-                    self.rv = obj["metadata"].get("resourceVersion", self.rv)
-                    if ev["type"] in ("ADDED", "MODIFIED"):
-                        with self.cond:
-                            self.nodes[obj["metadata"]["name"]] = obj
-                            self.cond.notify_all()
+                try:
+                    for ev in c.watch("/api/v1/nodes", resource_version=self.rv, timeout_seconds=500):
+                        obj = ev["object"]
+                        self.rv = obj["metadata"].get("resourceVersion", self.rv)
+                        if ev["type"] in ("ADDED", "MODIFIED"):
+                            with self.cond:
+                                self.nodes[obj["metadata"]["name"]] = obj
+                                self.cond.notify_all()
+                except Exception:  # the cluster is being torn down, or the watch expired: retry quietly
+                    time.sleep(0.5)
 
     def wait(self, names_: set[str], pred: Any, timeout: float) -> float:
         start = time.monotonic()

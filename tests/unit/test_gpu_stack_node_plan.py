@@ -248,3 +248,22 @@ def test_plugin_states() -> None:
     assert nodeplan.plugin_state(pol, {names.DEPLOY_PREFIX + "device-plugin": "true"}, False, "device-plugin", ok) == plugin.RUNNING
     assert nodeplan.plugin_state(pol, {names.DEPLOY_PREFIX + "device-plugin": names.PAUSED}, False, "device-plugin", ok) == plugin.DOWN
     assert nodeplan.plugin_state(pol, {names.DEPLOY_PREFIX + "device-plugin": "true"}, True, "device-plugin", ok) == plugin.ABSENT
+
+
+def test_operator_supplies_the_mps_root() -> None:
+    """§1 MPS needs --mps-root; the operator passes MPS_ROOT from devicePlugin.mps.root (default /run/nvidia/mps),
+    so an MPS file without flags.mpsRoot runs; with the root emptied the plugin refuses to start."""
+    mps = "version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n"
+    pol = default_policy(device_plugin_config=CM, device_plugin_default="mps")
+    node, plan = settle(make_node(), pol, {CM: {"mps": mps}})
+    assert plan.operands["device-plugin"].phase == operands.OK and ext(node) == {"nvidia.com/gpu": "16"}
+    _, plan = settle(make_node(), default_policy(device_plugin_config=CM, device_plugin_default="mps", mps_root=""),
+                     {CM: {"mps": mps}})
+    assert plan.operands["device-plugin"].message.endswith("using MPS requires --mps-root to be specified")
+
+
+def test_mps_over_48_replicas_is_refused() -> None:
+    """§1 MPS limits: at most 48 replicas per GPU with CC >= 7.5 -> `invalid device maximum allowed replicas exceeded`."""
+    mps = "version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 49\n"
+    _, plan = settle(make_node(), default_policy(device_plugin_config=CM, device_plugin_default="m"), {CM: {"m": mps}})
+    assert plan.operands["device-plugin"].message.endswith("invalid device maximum allowed replicas exceeded: 49 > 48")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from cluster.gpu import catalog, mig
-from cluster.sim.gpu import names, operands
+from cluster.sim.gpu import names, operands, policy as policy_mod
 
 IMAGE = "nvcr.io/nvidia/gpu-operator-sim:v26.7.0"
 VERSION = "v26.7.0"
@@ -22,11 +22,17 @@ def namespace() -> dict[str, Any]:
 
 
 def _component(extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    props: dict[str, Any] = {"enabled": {"type": "boolean"}, "image": {"type": "string"},
-                             "version": {"type": "string"}, "repository": {"type": "string"},
-                             "env": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+    """An operand's spec: the common fields of the operator's CRD (unknown fields are rejected, not kept)."""
+    string = {"type": "string"}
+    props: dict[str, Any] = {
+        "enabled": {"type": "boolean"}, "repository": string, "image": string, "version": string,
+        "imagePullPolicy": string, "imagePullSecrets": {"type": "array", "items": string},
+        "args": {"type": "array", "items": string},
+        "env": {"type": "array", "items": {"type": "object", "properties": {"name": string, "value": string}}},
+        "resources": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+    }
     props.update(extra or {})
-    return {"type": "object", "properties": props, "x-kubernetes-preserve-unknown-fields": True}
+    return {"type": "object", "properties": props}
 
 
 def _config_ref() -> dict[str, Any]:
@@ -37,11 +43,12 @@ def crd() -> dict[str, Any]:
     spec_props = {
         "operator": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
         "daemonsets": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-        "devicePlugin": _component(_config_ref()),
+        "devicePlugin": _component({**_config_ref(),
+                                    "mps": {"type": "object", "properties": {"root": {"type": "string"}}}}),
         "migManager": _component(_config_ref()),
         "mig": {"type": "object", "properties": {"strategy": {"type": "string", "enum": ["none", "single", "mixed"]}}},
         "gfd": _component(),
-        "dcgmExporter": _component(),
+        "dcgmExporter": _component(_config_ref()),
         "dcgm": _component(),
         "validator": _component(),
         "driver": _component(),
@@ -88,7 +95,7 @@ def cluster_policy() -> dict[str, Any]:
             "operator": {"defaultRuntime": "containerd"},
             "driver": dict(on), "toolkit": dict(on), "validator": dict(on), "gfd": dict(on),
             "dcgm": dict(on), "dcgmExporter": dict(on), "nodeStatusExporter": {"enabled": False},
-            "devicePlugin": {"enabled": True},
+            "devicePlugin": {"enabled": True, "mps": {"root": policy_mod.DEFAULT_MPS_ROOT}},
             "mig": {"strategy": "single"},
             "migManager": {"enabled": True, "config": {"name": names.MIG_CONFIGMAP, "default": "all-disabled"}},
         },

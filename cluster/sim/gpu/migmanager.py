@@ -8,6 +8,7 @@ or a real reconfiguration (``pending``, evict GPU pods, pause the GPU clients, a
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -50,6 +51,15 @@ def _same(layouts: tuple[mig.GpuLayout, ...], gpus: tuple[inventory.GpuInfo, ...
     )
 
 
+@functools.lru_cache(maxsize=16)
+def _parse(text: str, source: str) -> tuple[mig.MigPartedConfig | None, str]:
+    """The mig-parted file, parsed once per distinct text (every node's reconcile reads the same file)."""
+    try:
+        return mig.parse(text, source=f"configmap {source}"), ""
+    except errors.ConfigError as exc:
+        return None, "; ".join(exc.problems)
+
+
 def decide(node: Mapping[str, Any], pol: policy_mod.Policy | None, file_text: str | None) -> Decision:
     hw = hoststate.hardware(node)
     labels = hoststate.node_labels(node)
@@ -66,10 +76,9 @@ def decide(node: Mapping[str, Any], pol: policy_mod.Policy | None, file_text: st
     assert inv is not None
     if file_text is None:
         return Decision(FAILED, wanted, f'configmap "{pol.mig_config}" not found in namespace {names.NAMESPACE}')
-    try:
-        spec = mig.parse(file_text, source=f"configmap {pol.mig_config}")
-    except errors.ConfigError as exc:
-        return Decision(FAILED, wanted, "error parsing config file: " + "; ".join(exc.problems))
+    spec, problem = _parse(file_text, pol.mig_config)
+    if spec is None:
+        return Decision(FAILED, wanted, "error parsing config file: " + problem)
     if wanted not in spec.configs:
         return Decision(FAILED, wanted, f"selected mig-config not present: {wanted}")
     result = mig.apply(wanted, spec, inv.gpus)

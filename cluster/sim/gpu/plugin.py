@@ -8,6 +8,7 @@ capacity with allocatable 0, as the kubelet marks a vanished plugin's devices un
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -53,8 +54,15 @@ def choose_config(pol: policy_mod.Policy, node_labels: Mapping[str, str],
 
 
 def _load(key: str | None, text: str | None, pol: policy_mod.Policy) -> ConfigChoice:
+    return _load_cached(key, text, pol.mig_strategy, pol.mps_root)
+
+
+@functools.lru_cache(maxsize=64)
+def _load_cached(key: str | None, text: str | None, mig_strategy: str, mps_root: str) -> ConfigChoice:
+    """Parse once per (key, text, env): every node with the same config reads the same file."""
     try:
-        config = dpc.load(text, source=key or "config.yaml", env_mig_strategy=pol.mig_strategy or None)
+        config = dpc.load(text, source=key or "config.yaml", env_mig_strategy=mig_strategy or None,
+                          env_mps_root=mps_root or None)
     except dpc.PluginConfigError as exc:
         return ConfigChoice(key=key, crash=exc.crash_message)
     return ConfigChoice(key=key, config=config)

@@ -13,6 +13,7 @@ from cluster.sim.gpu import names
 
 MIG_STRATEGIES = ("none", "single", "mixed")
 DEFAULT_MIG_CONFIG_DEFAULT = "all-disabled"
+DEFAULT_MPS_ROOT = "/run/nvidia/mps"
 
 
 class ConfigRef(TypedDict, total=False):
@@ -43,6 +44,7 @@ class Policy:
     device_plugin: bool = True
     device_plugin_config: str = ""  # ConfigMap name in the operator namespace; "" = no config (empty)
     device_plugin_default: str = ""
+    mps_root: str = DEFAULT_MPS_ROOT  # the operator's MPS_ROOT env for the plugin (devicePlugin.mps.root)
     gfd: bool = True
     mig_manager: bool = True
     mig_config: str = names.MIG_CONFIGMAP
@@ -84,7 +86,11 @@ def from_object(obj: Mapping[str, Any] | None) -> Policy | None:
     mig_name, mig_default = _config(spec, "migManager")
     mig = spec.get("mig") or {}
     strategy = str(mig.get("strategy") or "") if isinstance(mig, Mapping) else ""
+    dp = spec.get("devicePlugin") or {}
+    mps = dp.get("mps") if isinstance(dp, Mapping) else None
+    mps_root = str(mps.get("root", DEFAULT_MPS_ROOT) or "") if isinstance(mps, Mapping) else DEFAULT_MPS_ROOT
     return Policy(
+        mps_root=mps_root,
         device_plugin=_enabled(spec, "devicePlugin"),
         device_plugin_config=dp_name,
         device_plugin_default=dp_default,
