@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster import errors
-from labs import loader
+from labs import loader, spec
 
 KIND = "EvidenceBundle"
 FILE_NAME = "evidence.json"
@@ -38,7 +38,7 @@ def _file_entry(data: bytes) -> dict[str, str]:
 
 def dumps(bundle: Bundle) -> str:
     payload = {
-        "apiVersion": loader.API_VERSION, "kind": KIND, "lab": bundle.lab, "labVersion": bundle.lab_version,
+        "apiVersion": spec.API_VERSION, "kind": KIND, "lab": bundle.lab, "labVersion": bundle.lab_version,
         "files": {name: _file_entry(data) for name, data in sorted(bundle.files.items())},
         "record": dict(sorted(bundle.record.items())),
     }
@@ -82,6 +82,7 @@ def parse(raw: Any, source: str) -> Bundle:
         problems.append("lab: must be a lab id")
     if isinstance(lab_version, bool) or not isinstance(lab_version, int):
         problems.append("labVersion: must be a whole number")
+        lab_version = 0
     files = _files(raw.get("files"), problems)
     record = raw.get("record")
     if not isinstance(record, dict) or not all(isinstance(v, dict) or v is None for v in record.values()):

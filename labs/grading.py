@@ -63,15 +63,16 @@ class Submission:
 def read_submission(spec: LabSpec, path: Path, bundle_path: Path | None = None) -> Submission:
     """A folder of files (with ``evidence.json`` inside, or ``bundle_path``), or a bundle file on its own."""
     if path.is_file():
-        found = bundle_mod.read(path)
-        return Submission(found.files, _matching(spec, found, path))
+        whole = bundle_mod.read(path)
+        return Submission(whole.files, _matching(spec, whole, path))
     if not path.is_dir():
         raise errors.ConfigError(str(path), ["no such submission folder or bundle file"])
     files = evidence.read_files(path, spec.files)
     inside = path / bundle_mod.FILE_NAME
     chosen = bundle_path or (inside if inside.is_file() else None)
-    found = bundle_mod.read(chosen) if chosen else None
-    return Submission(files, _matching(spec, found, chosen) if found and chosen else None)
+    if chosen is None:
+        return Submission(files, None)
+    return Submission(files, _matching(spec, bundle_mod.read(chosen), chosen))
 
 
 def _matching(spec: LabSpec, found: bundle_mod.Bundle, path: Path) -> bundle_mod.Bundle:

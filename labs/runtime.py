@@ -79,7 +79,14 @@ class Lab:
             self._run(client, self.spec.solve, "solve")
 
     def reset(self) -> None:
-        """Back to the start: the scope and setup again, and the starter files (the old ones are backed up)."""
+        """Back to the start: the scope and setup again, and the starter files (the old ones are backed up).
+
+        An evidence bundle written before is moved to the backup too: it no longer describes the lab."""
+        stale = self.workdir / bundle_mod.FILE_NAME
+        if stale.is_file():
+            backup = self.workdir / BACKUPS / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+            backup.mkdir(parents=True, exist_ok=True)
+            stale.replace(backup / stale.name)
         self.setup(fresh=True)
 
     def apply(self, *names: str) -> list[kubeapply.Applied]:

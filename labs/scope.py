@@ -126,7 +126,8 @@ def snapshot(client: Client, scope: Scope) -> dict[str, Any]:
     if scope.policy and out["operator"]:
         spec = client.get(steps.POLICY_PATH).get("spec", {})
         out["policy"] = {f: _dig(spec, f.split(".")) for f in scope.policy}
-    return json.loads(json.dumps(out, sort_keys=True))
+    normalised: dict[str, Any] = json.loads(json.dumps(out, sort_keys=True))
+    return normalised
 
 
 def _namespace_contents(client: Client, ns: str) -> list[str] | None:

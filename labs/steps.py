@@ -9,7 +9,7 @@ failure (the lab could not be set up or solved), raised as a ``ClusterError`` th
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -155,7 +155,8 @@ class Wait:
         return f"wait for {self.what}"
 
 
-_WAITABLE = {"pod": live.PodRule.parse, "node": live.NodeRule.parse, "object": live.ObjectRule.parse}
+_WAITABLE: dict[str, Callable[[Problems, str, dict[str, Any], object], Rule]] = {
+    "pod": live.PodRule.parse, "node": live.NodeRule.parse, "object": live.ObjectRule.parse}
 
 
 def parse(p: Problems, where: str, raw: Any, lab_dir: Path) -> Step | None:
@@ -223,5 +224,6 @@ def _wait(p: Problems, where: str, value: Any) -> Wait | None:
     if len(kinds) != 1 or kinds[0] not in _WAITABLE:
         p.add(where, f"needs exactly one of {', '.join(_WAITABLE)} (and optionally timeout)")
         return None
-    rule = _WAITABLE[kinds[0]](p, f"{where}.{kinds[0]}", common.mapping(p, f"{where}.{kinds[0]}", m[kinds[0]]), None)
-    return Wait(rule, float(timeout), f"{kinds[0]} {m[kinds[0]].get('name', '') if isinstance(m[kinds[0]], dict) else ''}".strip())
+    body = common.mapping(p, f"{where}.{kinds[0]}", m[kinds[0]])
+    rule = _WAITABLE[kinds[0]](p, f"{where}.{kinds[0]}", body, None)
+    return Wait(rule, float(timeout), f"{kinds[0]} {body.get('name', '')}".strip())

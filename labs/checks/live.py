@@ -185,11 +185,11 @@ class NodeRule:
         status, labels = node.get("status", {}), node.get("metadata", {}).get("labels") or {}
         for section, wanted in (("capacity", self.capacity), ("allocatable", self.allocatable)):
             have = status.get(section, {})
-            for res, value in sorted(wanted.items()):
-                if paths.scalar(have.get(res, "0")) != value:
+            for res, want in sorted(wanted.items()):
+                if paths.scalar(have.get(res, "0")) != want:
                     other = "allocatable" if section == "capacity" else "capacity"
                     return Outcome(False, f"node {self.name} has {section} {res}: {have.get(res, 0)} "
-                                          f"(expected {value}; {other} {status.get(other, {}).get(res, 0)})")
+                                          f"(expected {want}; {other} {status.get(other, {}).get(res, 0)})")
         for key, value in sorted(self.labels.items()):
             if labels.get(key) != value:
                 shown = f"{key}={labels[key]}" if key in labels else f"no {key} label"

@@ -1,0 +1,181 @@
+"""``gpulab lab list|show|start|apply|check|solve|reset|submit`` and ``gpulab grade``.
+
+``gpulab grade`` is for instructors' scripts: exit code 0 whenever grading ran, whatever the learner scored;
+1 (one message, no traceback) only when grading itself could not run. ``--json`` prints exactly
+``{"lab", "passed", "score", "max_score", "checks": [{"id", "passed", "points", "message", "hint"}]}``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+import labs
+from graders.render import json as json_render
+from graders.render import terminal
+from labs import grading, runtime
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(lab_group)
+    cli.add_command(grade_command)
+
+
+@click.group("lab")
+def lab_group() -> None:
+    """Graded hands-on labs on the lab cluster (start, check, solve, reset, submit)."""
+
+
+@lab_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def list_cmd(as_json: bool) -> None:
+    """The labs, in course order."""
+    specs = [labs.get(i) for i in labs.list_labs()]
+    if as_json:
+        click.echo(json.dumps([{"id": s.id, "title": s.title, "module": s.module, "tasks": len(s.tasks),
+                                "max_score": s.max_score} for s in specs], indent=2))
+        return
+    console = Console(highlight=False)
+    for s in specs:
+        console.print(f"[bold]{s.id}[/bold]  {escape(s.title)}  [dim]({s.module}, {len(s.tasks)} tasks, "
+                      f"{s.max_score:g} points)[/dim]", soft_wrap=True)
+
+
+@lab_group.command("show")
+@click.argument("lab_id")
+def show_cmd(lab_id: str) -> None:
+    """The lab's tasks, instructions and files."""
+    spec = labs.get(lab_id)
+    console = Console(highlight=False)
+    console.print(f"[bold]Lab {spec.id}: {escape(spec.title)}[/bold]\n{escape(spec.summary)}\n", soft_wrap=True)
+    for i, task in enumerate(spec.tasks, 1):
+        points = sum(c.points for c in task.checks)
+        console.print(f"[bold]{i}. {escape(task.title)}[/bold] [dim]({points:g} points)[/dim]")
+        console.print(escape(task.instructions.rstrip()), soft_wrap=True)
+        console.print()
+
+
+@lab_group.command("start")
+@click.argument("lab_id")
+@click.option("--dir", "workdir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where your files go (default ./gpulab-labs/LAB_ID, or $GPULAB_LABS_DIR/LAB_ID).")
+@click.option("--fresh", is_flag=True, help="Replace your files with the starter files (yours are backed up).")
+def start_cmd(lab_id: str, workdir: Path | None, fresh: bool) -> None:
+    """Set the lab up on the cluster and copy its starter files."""
+    lab = labs.start(lab_id, workdir=workdir, fresh=fresh)
+    click.echo(f"lab {lab.id} is ready; your files are in {lab.workdir}")
+    click.echo(f"read the tasks with `gpulab lab show {lab.id}`; check your work with `gpulab lab check {lab.id}`")
+
+
+@lab_group.command("apply")
+@click.argument("lab_id")
+@click.argument("files", nargs=-1)
+def apply_cmd(lab_id: str, files: tuple[str, ...]) -> None:
+    """kubectl-apply your FILES (default: all the lab's manifests) from the lab folder."""
+    results = labs.attach(lab_id).apply(*files)
+    for r in results:
+        click.echo(f"{'ok ' if r.ok else 'ERR'} {r.ref}: {r.message}")
+
+
+@lab_group.command("check")
+@click.argument("lab_id")
+@click.option("--wait", default=10.0, show_default=True, help="Seconds to wait for the cluster to catch up.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def check_cmd(lab_id: str, wait: float, as_json: bool) -> None:
+    """Check your files and the cluster; failed checks come with a hint."""
+    report = labs.attach(lab_id).check(wait=wait)
+    if as_json:
+        sys.stdout.write(json_render.report(report))
+    else:
+        terminal.print_report(report, Console(highlight=False))
+
+
+@lab_group.command("solve")
+@click.argument("lab_id")
+def solve_cmd(lab_id: str) -> None:
+    """Write the solution files (yours are backed up) and do what the tasks ask."""
+    lab = labs.attach(lab_id)
+    lab.solve()
+    click.echo(f"lab {lab.id} solved; `gpulab lab check {lab.id}` should now pass")
+
+
+@lab_group.command("reset")
+@click.argument("lab_id")
+def reset_cmd(lab_id: str) -> None:
+    """Put the cluster and your files back to the lab's start (your files are backed up)."""
+    lab = labs.attach(lab_id)
+    lab.reset()
+    click.echo(f"lab {lab.id} is back at its start; backups are in {lab.workdir / runtime.BACKUPS}")
+
+
+@lab_group.command("submit")
+@click.argument("lab_id")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where to write the bundle (default: evidence.json in the lab folder).")
+def submit_cmd(lab_id: str, out: Path | None) -> None:
+    """Write the evidence bundle: your files and what the checks read from the cluster."""
+    path = labs.attach(lab_id).submit(out)
+    click.echo(str(path))
+
+
+@click.command("grade")
+@click.argument("lab_id")
+@click.option("--submission", type=click.Path(path_type=Path), default=None,
+              help="A folder with the learner's files (and evidence.json), or a bundle file.")
+@click.option("--bundle", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The evidence bundle to grade the cluster checks on (offline).")
+@click.option("--live", is_flag=True, help="Grade the cluster checks on the live lab cluster.")
+@click.option("--batch", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="A folder with one submission per subfolder (or *.json bundles); writes a CSV.")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="--batch: where to write the CSV (default DIR/grades-LAB_ID.csv).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def grade_command(lab_id: str, submission: Path | None, bundle: Path | None, live: bool, batch: Path | None,
+                  csv_path: Path | None, as_json: bool) -> None:
+    """Grade a submission of LAB_ID (offline from files and an evidence bundle, or --live).
+
+    Without a bundle or --live, only the checks on the files are graded.
+    """
+    if (submission is None) == (batch is None):
+        raise click.UsageError("give either --submission PATH or --batch DIR")
+    if batch is not None:
+        if bundle or live:
+            raise click.UsageError("--bundle and --live apply to one --submission, not to --batch")
+        _batch(lab_id, batch, csv_path, as_json)
+        return
+    if bundle and live:
+        raise click.UsageError("grade the cluster checks either from --bundle or --live, not both")
+    assert submission is not None
+    report = labs.grade(lab_id, submission, bundle=bundle, live=live)
+    if as_json:
+        sys.stdout.write(json_render.report(report))
+    else:
+        terminal.print_report(report, Console(highlight=False))
+
+
+def _batch(lab_id: str, folder: Path, csv_path: Path | None, as_json: bool) -> None:
+    result = grading.grade_batch(lab_id, folder, csv_path)
+    graded = [r for r in result.rows if r.report is not None]
+    passed = sum(1 for r in graded if r.report is not None and r.report.passed)
+    mean = sum(r.report.score for r in graded if r.report is not None) / len(graded) if graded else 0.0
+    if as_json:
+        click.echo(json.dumps({
+            "lab": result.lab, "submissions": len(result.rows), "graded": len(graded), "passed": passed,
+            "broken": result.broken, "csv": str(result.csv_path), "per_second": round(result.rate, 1),
+            "results": [{"submission": r.submission, "score": r.report.score if r.report else None,
+                         "max_score": r.report.max_score if r.report else None,
+                         "passed": r.report.passed if r.report else None, "error": r.error} for r in result.rows],
+        }, indent=2, sort_keys=True))
+        return
+    click.echo(f"{result.lab}: {len(result.rows)} submissions in {result.elapsed_s:.2f} s "
+               f"({result.rate:.1f}/s): {passed} full marks, {len(graded) - passed} partial, "
+               f"{result.broken} could not be graded; mean score {mean:.2f}")
+    for row in result.rows:
+        if row.report is None:
+            click.echo(f"  broken: {row.submission}: {row.error}")
+    click.echo(f"CSV: {result.csv_path}")
