@@ -1,0 +1,202 @@
+"""The whole benchmark: every figure of the project with its target, measured the same way on every run.
+
+Sections, in the order they run (at most one benchmark cluster is up at any time):
+
+- ``starter``: a cold start of the starter fleet with cached binaries, then on that cluster the GPU Operator,
+  a label change, a lab reset and a live check, and the starter fleet's memory;
+- ``grading``: offline grading throughput over generated submissions (no cluster);
+- ``scale``: ``up`` for a large fleet, a device-plugin config change reconciled across it, memory at scale;
+- ``notebooks``: the whole course executed headless (full runs only).
+
+``quick`` shrinks the fleets and the corpus (the figure names say so) to finish in about a minute. A section
+that fails, or that needs a part of the project that is not there, leaves its figures unmeasured with the
+reason in the note; the failure is also listed in ``Report.errors``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from cluster import binaries, errors, fleet as fleet_mod, progress as progress_mod
+from cluster.kube.client import Client
+from labs.bench import cluster_bench, gpu_bench, grading_bench, labs_bench, reference
+from labs.bench.figures import Figure, Report, not_measured
+
+log = logging.getLogger(__name__)
+
+SECTIONS = ("starter", "grading", "scale", "notebooks")
+LABEL_NODE = "a100-0"
+
+
+class Plan:
+    """Sizes of one run: full (the targets' own sizes) or quick (smaller, named as such)."""
+
+    def __init__(self, quick: bool) -> None:
+        self.quick = quick
+        self.scale_nodes = 50 if quick else 1000
+        self.submissions = 40 if quick else 200
+        self.label_repeat = 2 if quick else 5
+
+    def tag(self) -> str:
+        return " (quick)" if self.quick else ""
+
+
+class _Run:
+    def __init__(self, plan: Plan, root: Path, prog: progress_mod.Progress) -> None:
+        self.plan, self.root, self.prog = plan, root, prog
+        self.figures: list[Figure] = []
+        self.errors: list[str] = []
+
+    def section(self, title: str, body: Callable[[], list[Figure]], planned: Iterable[Figure],
+                needs_cluster: bool = True) -> None:
+        """Run one section; on failure keep what it measured and mark the rest as not measured."""
+        if needs_cluster and binaries.cached() is None:
+            reason = "the control-plane binaries are not cached (run `gpulab binaries ensure` first)"
+            self.errors.append(f"{title}: {reason}")
+            self.figures += [not_measured(f.name, f.unit, reason, f.target, f.higher_is_better) for f in planned]
+            return
+        self.prog.start(title)
+        before = len(self.figures)
+        try:
+            self.figures += body()
+        except (errors.CourseError, OSError, TimeoutError) as exc:
+            log.debug("bench section %r failed", title, exc_info=True)
+            reason = f"failed: {getattr(exc, 'message', None) or exc}"
+            self.errors.append(f"{title}: {reason}")
+            done = {f.name for f in self.figures[before:]}
+            self.figures += [not_measured(f.name, f.unit, reason, f.target, f.higher_is_better)
+                             for f in planned if f.name not in done]
+        self.prog.finish()
+
+
+def _starter(run: _Run) -> list[Figure]:
+    plan = run.plan
+    out: list[Figure] = []
+    fl = fleet_mod.load("starter")
+    with cluster_bench.running(run.root, fl, "bench-starter") as bc:
+        out.append(cluster_bench.start_figure(bc))
+        with Client.from_kubeconfig(bc.backend.kubeconfig(), timeout=120) as client:
+            took = gpu_bench.install_operator(client, timeout=180)
+            out.append(Figure("GPU Operator install to policy ready, starter fleet", round(took, 2), "s"))
+            times = gpu_bench.label_change_seconds(client, fl, LABEL_NODE, repeat=plan.label_repeat)
+            out.append(Figure("label change to visible resources, starter fleet", round(max(times), 3), "s", 1.0,
+                              note=f"worst of {len(times)} changes on {LABEL_NODE}; median "
+                                   f"{statistics.median(times) * 1000:.0f} ms"))
+            seconds, gpu_nodes = gpu_bench.config_change_seconds(client, fl)
+            out.append(Figure(f"device-plugin config change reconciled across the starter fleet{plan.tag()}",
+                              round(seconds, 2), "s", note=f"{gpu_nodes} GPU nodes; the 10 s target is for 1,000 "
+                                                           "nodes (the scale section)"))
+        out += labs_bench.lab_figures(bc.backend, run.root)
+        out += cluster_bench.memory_figures(bc, "starter fleet")
+    out.append(cluster_bench.teardown_figure(bc, "starter fleet"))
+    return out
+
+
+def _starter_planned(plan: Plan) -> list[Figure]:
+    return [
+        Figure("start, cached binaries, to all starter-fleet nodes Ready", None, "s", 5.0),
+        Figure("label change to visible resources, starter fleet", None, "s", 1.0),
+        *labs_bench.planned(),
+    ]
+
+
+def _grading(run: _Run) -> list[Figure]:
+    n = run.plan.submissions
+    t = grading_bench.lint_throughput(n)
+    name = f"offline grading throughput, {n} submissions{run.plan.tag()}"
+    cel_note = "CEL selectors compiled by celcheck, one process per submission" if t.compile_cel else \
+        "celcheck not installed: CEL selectors checked statically only"
+    return [Figure(name, round(t.per_second, 1), "submissions/s", 20.0, higher_is_better=True,
+                   note=f"static checks, one submission at a time; {cel_note}; median {t.median_ms:.0f} ms, "
+                        f"p95 {t.p95_ms:.0f} ms per submission")]
+
+
+def _grading_planned(plan: Plan) -> list[Figure]:
+    return [Figure(f"offline grading throughput, {plan.submissions} submissions{plan.tag()}", None,
+                   "submissions/s", 20.0, True)]
+
+
+def _scale_names(plan: Plan) -> tuple[str, str]:
+    n = plan.scale_nodes
+    return (f"up, {n}-node fleet, to all nodes Ready{plan.tag()}",
+            f"device-plugin config change reconciled across {n} nodes")
+
+
+def _scale(run: _Run) -> list[Figure]:
+    """The large fleet; a quick run only brings a smaller one up (its config change is the starter fleet's)."""
+    plan = run.plan
+    up_name, change_name = _scale_names(plan)
+    n = plan.scale_nodes
+    out: list[Figure] = []
+    fl = fleet_mod.scaled(n)
+    with cluster_bench.running(run.root, fl, "bench-scale") as bc:
+        out.append(Figure(up_name, round(bc.up_seconds, 1), "s", None if plan.quick else 60.0,
+                          note=f"{fl.node_count - len(gpu_bench.gpu_nodes(fl))} CPU nodes and "
+                               f"{len(gpu_bench.gpu_nodes(fl))} nodes with 4 GPUs"))
+        if not plan.quick:
+            with Client.from_kubeconfig(bc.backend.kubeconfig(), timeout=120) as client:
+                took = gpu_bench.install_operator(client, timeout=900)
+                out.append(Figure(f"GPU Operator install to policy ready, {n} nodes", round(took, 1), "s"))
+                seconds, gpu_nodes = gpu_bench.config_change_seconds(client, fl)
+            out.append(Figure(change_name, round(seconds, 2), "s", 10.0,
+                              note=f"ClusterPolicy patch until all {gpu_nodes} GPU nodes advertise the "
+                                   "time-sliced resource"))
+        out += cluster_bench.memory_figures(bc, f"{n} nodes{plan.tag()}")
+    out.append(cluster_bench.teardown_figure(bc, f"{n}-node fleet{plan.tag()}"))
+    return out
+
+
+def _scale_planned(plan: Plan) -> list[Figure]:
+    up_name, change_name = _scale_names(plan)
+    if plan.quick:
+        return [Figure(up_name, None, "s")]
+    return [Figure(up_name, None, "s", 60.0), Figure(change_name, None, "s", 10.0)]
+
+
+def _notebooks(run: _Run) -> list[Figure]:
+    if run.plan.quick:
+        return [not_measured("whole course's notebooks executed", "s", "not run with --quick (takes minutes)")]
+    return labs_bench.notebook_figures(run.root)
+
+
+def machine() -> dict[str, object]:
+    return {"cpus": os.cpu_count(), "python": sys.version.split()[0], "platform": platform.platform(),
+            "load_average_1m": round(os.getloadavg()[0], 2)}
+
+
+def run(quick: bool = False, *, sections: Iterable[str] = SECTIONS,
+        prog: progress_mod.Progress | None = None, root: Path | None = None) -> Report:
+    """Measure the chosen sections; clusters live in a temporary state dir that is removed afterwards."""
+    wanted = list(sections)
+    unknown = [s for s in wanted if s not in SECTIONS]
+    if unknown:
+        raise errors.ConfigError("bench sections", [f"{s!r}: unknown (choose from {', '.join(SECTIONS)})"
+                                                    for s in unknown])
+    plan = Plan(quick)
+    base = Path(tempfile.mkdtemp(prefix="gpulab-bench-", dir=root))
+    r = _Run(plan, base, prog or progress_mod.LogProgress())
+    started = time.monotonic()
+    host = machine()
+    try:
+        if "starter" in wanted:
+            r.section("starter fleet: start, GPU Operator, label change, lab", lambda: _starter(r),
+                      _starter_planned(plan))
+        if "grading" in wanted:
+            r.section("offline grading", lambda: _grading(r), _grading_planned(plan), needs_cluster=False)
+        if "scale" in wanted:
+            r.section(f"{plan.scale_nodes}-node fleet", lambda: _scale(r), _scale_planned(plan))
+        if "notebooks" in wanted:
+            r.section("course notebooks", lambda: _notebooks(r), [Figure("whole course's notebooks executed",
+                                                                       None, "s")])
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return Report(quick, tuple(r.figures), reference.KIND, host, time.monotonic() - started, tuple(r.errors))
