@@ -10,7 +10,6 @@ and bindings, which is what a class sharing one cluster needs and what the clust
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -20,7 +19,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from cluster import errors, fleet as fleet_mod, ops, progress as progress_mod
-from cluster.backends.base import ClusterStatus, state_root
+from cluster.backends.base import ClusterStatus, StateDir
 from cluster.kube import kubeconfig as kubeconfig_mod
 from cluster.kube.client import Client
 
@@ -38,25 +37,13 @@ def default_kubeconfig() -> Path:
     return Path(first).expanduser() if first else Path.home() / ".kube" / "config"
 
 
-class AttachBackend:
+class AttachBackend(StateDir):
     name = "attach"
 
-    def __init__(self, cluster_name: str = "gpulab", root: Path | None = None) -> None:
-        self.cluster_name = cluster_name
-        self.dir = (root or state_root()) / cluster_name
-
-    # --- state -------------------------------------------------------------------------------------------
-
-    @property
-    def _state_file(self) -> Path:
-        return self.dir / "state.json"
-
     def _state(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self._state_file.read_text())
-            return data if isinstance(data, dict) and data.get("backend") == "attach" else {}
-        except (OSError, ValueError):
-            return {}
+        """Only an attach record counts: a local or kind cluster's state is not ours to read."""
+        data = super()._state()
+        return data if data.get("backend") == "attach" else {}
 
     def configured(self) -> bool:
         return bool(self._state().get("kubeconfig"))
@@ -77,11 +64,7 @@ class AttachBackend:
         if not path.is_file():
             raise errors.ClusterError(f"kubeconfig {path} does not exist", hint=_USE_HINT)
         kubeconfig_mod.load(path, context)  # every problem with the file or the context is reported here
-        self.dir.mkdir(parents=True, exist_ok=True)
-        data = {"backend": "attach", "kubeconfig": str(path), "context": context}
-        tmp = self._state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-        tmp.replace(self._state_file)
+        self._save({"backend": "attach", "kubeconfig": str(path), "context": context})
         self._pin_context(path, context)
         return path
 

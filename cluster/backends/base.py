@@ -60,6 +60,38 @@ class ClusterStatus:
         return json.dumps(data, indent=2, sort_keys=True)
 
 
+class StateDir:
+    """The state folder every backend keeps (``<state root>/<cluster name>``) with its ``state.json``."""
+
+    def __init__(self, cluster_name: str = "gpulab", root: Path | None = None) -> None:
+        self.cluster_name = cluster_name
+        self.dir = (root or state_root()) / cluster_name
+
+    @property
+    def _state_file(self) -> Path:
+        return self.dir / "state.json"
+
+    def _state(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self._state_file.read_text())
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def _save(self, data: dict[str, Any]) -> None:
+        """Write state.json atomically (a crash never leaves half a file)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self._state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+        tmp.replace(self._state_file)
+
+    def exists(self) -> bool:
+        return self._state_file.exists()
+
+    def kubeconfig(self) -> Path:
+        return self.dir / "admin.kubeconfig"
+
+
 class Backend(Protocol):
     name: str
 

@@ -9,7 +9,6 @@ runs the kind CLI and talks to the API; it never calls docker itself except to a
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -20,7 +19,7 @@ from typing import Any
 
 from cluster import errors, fleet as fleet_mod, ops, progress as progress_mod, versions
 from cluster.backends import kindconfig, kindtool
-from cluster.backends.base import ClusterStatus, state_root
+from cluster.backends.base import ClusterStatus, StateDir
 from cluster.kube import kubeconfig
 from cluster.kube.client import Client
 
@@ -33,37 +32,8 @@ _NO_DOCKER_HINT = ("install Docker (https://docs.docker.com/get-docker/) and sta
                    "`gpulab up --backend kind` again; without Docker, `gpulab up --backend local` needs nothing else")
 
 
-class KindBackend:
+class KindBackend(StateDir):
     name = "kind"
-
-    def __init__(self, cluster_name: str = "gpulab", root: Path | None = None) -> None:
-        self.cluster_name = cluster_name
-        self.dir = (root or state_root()) / cluster_name
-
-    # --- state -------------------------------------------------------------------------------------------
-
-    @property
-    def _state_file(self) -> Path:
-        return self.dir / "state.json"
-
-    def _state(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self._state_file.read_text())
-            return data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            return {}
-
-    def _save(self, data: dict[str, Any]) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self._state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-        tmp.replace(self._state_file)
-
-    def exists(self) -> bool:
-        return self._state_file.exists()
-
-    def kubeconfig(self) -> Path:
-        return self.dir / "admin.kubeconfig"
 
     def config_path(self) -> Path:
         return self.dir / "kind-config.yaml"

@@ -8,7 +8,6 @@ and ``up`` after a crash restarts only what died, with etcd's data (every object
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import ssl
@@ -20,7 +19,7 @@ from typing import Any
 import httpx
 
 from cluster import binaries, errors, fleet as fleet_mod, ops, pki as pki_mod, progress as progress_mod, versions
-from cluster.backends.base import ClusterStatus, ComponentStatus, state_root
+from cluster.backends.base import ClusterStatus, ComponentStatus, StateDir
 from cluster.kube import kubeconfig
 from cluster.kube.client import Client
 from cluster.supervisor import ProcessSpec, Supervisor, free_port
@@ -41,39 +40,15 @@ def heartbeat_timing(node_count: int) -> tuple[float, int]:
     return renew, max(20, int(renew * 3) + 5)
 
 
-class LocalBackend:
+class LocalBackend(StateDir):
     name = "local"
 
     def __init__(self, cluster_name: str = "gpulab", root: Path | None = None) -> None:
-        self.cluster_name = cluster_name
-        self.dir = (root or state_root()) / cluster_name
+        super().__init__(cluster_name, root)
         self.sup = Supervisor(self.dir)
         self.extra_agents: list[ProcessSpec] = []
 
     # --- state -------------------------------------------------------------------------------------------
-
-    @property
-    def _state_file(self) -> Path:
-        return self.dir / "state.json"
-
-    def _state(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self._state_file.read_text())
-            return data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            return {}
-
-    def _save(self, data: dict[str, Any]) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self._state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-        tmp.replace(self._state_file)
-
-    def exists(self) -> bool:
-        return self._state_file.exists()
-
-    def kubeconfig(self) -> Path:
-        return self.dir / "admin.kubeconfig"
 
     def _kc(self, who: str) -> Path:
         return self.dir / "kubeconfigs" / f"{who}.kubeconfig"
