@@ -11,7 +11,9 @@ import sys
 import click
 from rich.console import Console
 
-from graders import context, lint
+from cluster import backends
+from cluster.kube.client import Client
+from graders import context, dryrun, lint
 from graders.render import json as json_render
 from graders.render import terminal
 
@@ -29,8 +31,10 @@ def register(cli: click.Group) -> None:
 @click.option("--no-cel", is_flag=True, help="Do not run the CEL compiler on DRA selectors (static checks still run).")
 @click.option("--quiet", "-q", is_flag=True, help="Terminal output: hide information notes.")
 @click.option("--list-rules", is_flag=True, help="List the rules and exit.")
+@click.option("--server", is_flag=True,
+              help="Also dry-run every object on the lab cluster (dryRun=All) and report the API server's own words.")
 def lint_command(paths: tuple[str, ...], fleet_spec: str, as_json: bool, no_cel: bool, quiet: bool,
-                 list_rules: bool) -> None:
+                 list_rules: bool, server: bool) -> None:
     """Check GPU manifests in PATHS (files or folders of *.yaml, *.yml, *.json).
 
     Every finding names the file and line, the rule, what is wrong (quoting the apiserver where it would
@@ -45,6 +49,9 @@ def lint_command(paths: tuple[str, ...], fleet_spec: str, as_json: bool, no_cel:
         raise click.UsageError("give at least one file or folder to lint")
     fleet = context.resolve(fleet_spec)
     result = lint.lint_paths(list(paths), fleet, compile_cel=not no_cel)
+    if server:
+        with Client.from_kubeconfig(backends.current().kubeconfig()) as client:
+            result = dryrun.with_server(result, client, list(paths))
     if as_json:
         sys.stdout.write(json_render.lint(result))
     else:
