@@ -1,0 +1,222 @@
+"""Tenants are isolated: a tenant kubeconfig reaches only its own namespace's workloads, never Secrets, never the
+GPU stack's controls; two tenants grading at once see only their own objects; nothing listens beyond 127.0.0.1.
+
+Every denial is checked as the API server's own 403 (not a 404 or a connection error), so a test passes only
+because RBAC refused the request.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psutil
+import pytest
+
+from cluster import errors, ops
+from cluster.kube.client import Client
+from cluster.sim.gpu import names
+from cluster.testing import LocalCluster, wait_for
+from gpu_e2e import gpu_operator
+
+__all__ = ["gpu_operator"]
+
+PLUGIN_CM = "isolation-plugin-config"
+
+
+@pytest.fixture
+def tenants(local_cluster: LocalCluster) -> Iterator[Callable[[], tuple[str, Client]]]:
+    """A factory of (namespace, tenant client) pairs; namespaces and cluster bindings are removed afterwards."""
+    made: list[tuple[str, Client]] = []
+
+    def make() -> tuple[str, Client]:
+        ns = f"iso-{uuid.uuid4().hex[:6]}"
+        client = Client.from_kubeconfig(local_cluster.backend.tenant_kubeconfig(ns))
+        made.append((ns, client))
+        return ns, client
+
+    yield make
+    with local_cluster.client() as admin:
+        for ns, client in made:
+            client.close()
+            for path in (f"/api/v1/namespaces/{ns}",
+                         f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{ops.NODE_READER}:{ns}"):
+                try:
+                    admin.delete(path)
+                except errors.NotFound:
+                    pass
+
+
+def forbidden(call: Callable[[], Any]) -> None:
+    """The request must be refused by authorization (HTTP 403)."""
+    try:
+        call()
+    except errors.ApiError as exc:
+        assert exc.status == 403, f"expected 403 Forbidden, got {exc.status}: {exc.api_message}"
+        return
+    raise AssertionError("the tenant's request was allowed")
+
+
+def _cm(name: str, data: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+
+
+def _secret(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "stringData": {"token": "s3cret"}}
+
+
+def test_tenant_cannot_read_secrets_even_in_its_own_namespace(local_cluster: LocalCluster, tenants: Any) -> None:
+    ns, tenant = tenants()
+    with local_cluster.client() as admin:
+        admin.create(f"/api/v1/namespaces/{ns}/secrets", _secret("mine"))
+    forbidden(lambda: tenant.get(f"/api/v1/namespaces/{ns}/secrets/mine"))
+    forbidden(lambda: tenant.get(f"/api/v1/namespaces/{ns}/secrets"))
+    forbidden(lambda: tenant.get("/api/v1/secrets"))
+    forbidden(lambda: tenant.get("/api/v1/namespaces/kube-system/secrets"))
+    forbidden(lambda: tenant.create(f"/api/v1/namespaces/{ns}/secrets", _secret("planted")))
+    # A Secret cannot be reached sideways either: no token minting for service accounts.
+    forbidden(lambda: tenant.create(f"/api/v1/namespaces/{ns}/serviceaccounts/{ops.TENANT_SA}/token",
+                                    {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}))
+
+
+def test_tenant_cannot_read_other_namespaces(local_cluster: LocalCluster, tenants: Any) -> None:
+    ns_a, a = tenants()
+    ns_b, _ = tenants()
+    with local_cluster.client() as admin:
+        admin.create(f"/api/v1/namespaces/{ns_b}/configmaps", _cm("b-only", {"x": "1"}))
+    assert a.get(f"/api/v1/namespaces/{ns_a}/configmaps")["kind"] == "ConfigMapList"  # its own: allowed
+    for path in (f"/api/v1/namespaces/{ns_b}/configmaps", f"/api/v1/namespaces/{ns_b}/configmaps/b-only",
+                 f"/api/v1/namespaces/{ns_b}/pods", f"/api/v1/namespaces/{ns_b}/events",
+                 "/api/v1/namespaces/kube-system/pods", f"/api/v1/namespaces/{names.NAMESPACE}/configmaps",
+                 "/api/v1/pods", "/api/v1/configmaps", "/api/v1/namespaces", f"/api/v1/namespaces/{ns_b}",
+                 "/apis/resource.k8s.io/v1/resourceclaims"):
+        forbidden(lambda path=path: a.get(path))  # type: ignore[misc]
+    forbidden(lambda: a.create(f"/api/v1/namespaces/{ns_b}/configmaps", _cm("planted", {})))
+
+
+def test_tenant_cannot_change_nodes_the_cluster_policy_or_the_plugin_config(
+        local_cluster: LocalCluster, gpu_operator: Client, tenants: Any) -> None:
+    _, tenant = tenants()
+    path = f"/api/v1/namespaces/{names.NAMESPACE}/configmaps"
+    try:
+        gpu_operator.create(path, _cm(PLUGIN_CM, {"any": "version: v1\n"}))
+    except errors.Conflict:
+        pass
+    try:
+        assert tenant.get("/api/v1/nodes/a100-0")["metadata"]["name"] == "a100-0"  # reading nodes is allowed
+        forbidden(lambda: tenant.patch("/api/v1/nodes/a100-0",
+                                       {"metadata": {"labels": {names.DEVICE_PLUGIN_CONFIG: "any"}}}))
+        forbidden(lambda: tenant.patch("/api/v1/nodes/a100-0/status",
+                                       {"status": {"capacity": {"nvidia.com/gpu": "64"}}}))
+        forbidden(lambda: tenant.delete("/api/v1/nodes/cpu-0"))
+        policy = f"{names.POLICY_PATH}/{names.POLICY_NAME}"
+        forbidden(lambda: tenant.patch(policy, {"spec": {"devicePlugin": {"config": {"name": PLUGIN_CM}}}}))
+        forbidden(lambda: tenant.delete(policy))
+        forbidden(lambda: tenant.patch(f"{path}/{PLUGIN_CM}", {"data": {"any": "version: v1\nsharing: {}\n"}}))
+        forbidden(lambda: tenant.delete(f"{path}/{PLUGIN_CM}"))
+        forbidden(lambda: tenant.create(path, _cm("time-slicing", {"any": "version: v1\n"})))
+        assert gpu_operator.get(f"{path}/{PLUGIN_CM}")["data"] == {"any": "version: v1\n"}
+        labels = gpu_operator.get("/api/v1/nodes/a100-0")["metadata"].get("labels", {})
+        assert labels.get(names.DEVICE_PLUGIN_CONFIG) != "any"
+    finally:
+        gpu_operator.delete(f"{path}/{PLUGIN_CM}")
+
+
+def test_tenant_cannot_grant_itself_more(local_cluster: LocalCluster, tenants: Any) -> None:
+    ns, tenant = tenants()
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "escalate", "namespace": ns},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+               "subjects": [{"kind": "ServiceAccount", "name": ops.TENANT_SA, "namespace": ns}]}
+    forbidden(lambda: tenant.create(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings", binding))
+    forbidden(lambda: tenant.create("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+                                    {**binding, "kind": "ClusterRoleBinding", "metadata": {"name": f"esc-{ns}"}}))
+    forbidden(lambda: tenant.patch(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{ops.TENANT_ROLE}",
+                                   {"rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}))
+    forbidden(lambda: tenant.patch(f"/api/v1/namespaces/{ns}", {"metadata": {"labels": {"owner": "me"}}}))
+    forbidden(lambda: tenant.create("/apis/scheduling.k8s.io/v1/priorityclasses",
+                                    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                     "metadata": {"name": f"mine-{ns}"}, "value": 1_000_000_000}))
+    forbidden(lambda: tenant.create(f"/api/v1/namespaces/{ns}/resourcequotas",
+                                    {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"},
+                                     "spec": {"hard": {"requests.nvidia.com/gpu": "100"}}}))
+
+
+def _grade(client: Client, ns: str, rounds: int, seen: dict[str, set[str]], failures: list[str]) -> None:
+    """A tenant's grading loop: create its answer, then read back what it can see, many times."""
+    try:
+        client.create(f"/api/v1/namespaces/{ns}/configmaps", _cm(f"answer-{ns}", {"owner": ns}))
+        for _ in range(rounds):
+            items = client.get(f"/api/v1/namespaces/{ns}/configmaps")["items"]
+            seen[ns] |= {i["metadata"]["name"] for i in items}
+            seen[ns] |= {i["metadata"]["name"] for i in client.get(f"/api/v1/namespaces/{ns}/pods")["items"]}
+    except Exception as exc:  # noqa: BLE001 - reported by the test thread below
+        failures.append(f"{ns}: {exc}")
+
+
+def test_two_tenants_grading_at_once_see_only_their_own_objects(local_cluster: LocalCluster, tenants: Any) -> None:
+    (ns_a, a), (ns_b, b) = tenants(), tenants()
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "work"},
+           "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}
+    a.create(f"/api/v1/namespaces/{ns_a}/pods", pod)
+    b.create(f"/api/v1/namespaces/{ns_b}/pods", {**pod, "metadata": {"name": "other-work"}})
+    seen: dict[str, set[str]] = {ns_a: set(), ns_b: set()}
+    failures: list[str] = []
+    threads = [threading.Thread(target=_grade, args=(c, ns, 20, seen, failures)) for c, ns in ((a, ns_a), (b, ns_b))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not failures, failures
+    assert "work" in seen[ns_a] and "other-work" not in seen[ns_a] and f"answer-{ns_b}" not in seen[ns_a]
+    assert "other-work" in seen[ns_b] and "work" not in seen[ns_b] and f"answer-{ns_a}" not in seen[ns_b]
+    forbidden(lambda: a.get(f"/api/v1/namespaces/{ns_b}/pods/other-work"))
+    forbidden(lambda: b.get(f"/api/v1/namespaces/{ns_a}/configmaps/answer-{ns_a}"))
+
+
+def _project_processes(local_cluster: LocalCluster) -> list[psutil.Process]:
+    """Every process of the cluster: each component leads its own session, and its children stay in it."""
+    sessions = {c.pid for c in local_cluster.backend.components() if c.pid}
+    out = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getsid(proc.pid) in sessions:
+                out.append(proc)
+        except (OSError, psutil.Error):
+            continue
+    return out
+
+
+def test_every_listening_socket_is_on_loopback(local_cluster: LocalCluster, gpu_operator: Client) -> None:
+    url = wait_for(lambda: gpu_operator.get(f"/api/v1/namespaces/{names.NAMESPACE}/configmaps/"
+                                            f"{names.DCGM_ENDPOINT_CONFIGMAP}")["data"].get("url"),
+                   timeout=60, what="the DCGM exporter's URL")
+    assert url.startswith("http://127.0.0.1:"), url
+    procs = _project_processes(local_cluster)
+    names_seen = {p.name() for p in procs}
+    assert {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} <= names_seen, names_seen
+    listening: list[tuple[str, str, int]] = []
+    for proc in procs:
+        for conn in proc.net_connections(kind="inet"):
+            if conn.status == psutil.CONN_LISTEN or (conn.type == 2 and not conn.raddr):  # TCP listen, bound UDP
+                listening.append((proc.name(), conn.laddr.ip, conn.laddr.port))
+    assert listening, "expected the control plane to listen somewhere"
+    exporter_port = int(url.rsplit(":", 1)[1].split("/")[0])
+    assert any(port == exporter_port for _, _, port in listening), "the DCGM exporter's socket was not found"
+    outside = [entry for entry in listening if entry[1] != "127.0.0.1"]
+    assert not outside, f"listening beyond 127.0.0.1: {outside}"
+
+
+def test_credentials_in_the_state_dir_are_private_to_their_owner(local_cluster: LocalCluster, tenants: Any) -> None:
+    """Another local user must not read the admin kubeconfig, a tenant's token or the CA's private key."""
+    tenants()
+    state = local_cluster.backend.dir
+    secret_files = [state / "admin.kubeconfig", *(state / "kubeconfigs").glob("*"), *(state / "tenants").glob("*"),
+                    *(state / "pki").glob("*.key")]
+    assert len(secret_files) > 5, secret_files
+    readable = [f"{p} ({p.stat().st_mode & 0o777:o})" for p in secret_files if p.stat().st_mode & 0o077]
+    assert not readable, f"readable by group or others: {readable}"
+    assert (state / "pki").stat().st_mode & 0o077 == 0
