@@ -166,17 +166,17 @@ class Expect:
     every: bool = False
 
     def test(self, data: object) -> tuple[bool, str]:
-        """(passed, what was found, in words) for the values ``path`` reaches in ``data``."""
+        """(passed, what ``path`` holds in words: "not set" or the values) for ``data``."""
         found = walk(self.path, data)
         if self.op == "exists":
             want = bool(self.value)
             ok = bool(found) == want and (not want or any(v is not None for v in found))
-            return ok, f"{self.path} is {'set' if found else 'not set'}" + _shown(found)
+            return ok, _shown(found)
         if not found:
-            return self.op in ("notEquals", "notIn"), f"{self.path} is not set"
+            return self.op in ("notEquals", "notIn"), "not set"
         results = [self._one(v) for v in found]
         ok = all(results) if self.every else any(results)
-        return ok, f"{self.path} is" + _shown(found, lead="")
+        return ok, _shown(found)
 
     def _one(self, actual: object) -> bool:
         text = scalar(actual)
@@ -224,9 +224,9 @@ def _show(value: object) -> str:
     return repr(text) if text is not None else json.dumps(value, sort_keys=True)[:80]
 
 
-def _shown(found: Sequence[object], lead: str = ",") -> str:
+def _shown(found: Sequence[object]) -> str:
     if not found:
-        return ""
+        return "not set"
     values = [_show(v) for v in found[:4]]
     more = f" (+{len(found) - 4} more)" if len(found) > 4 else ""
-    return f"{lead} {', '.join(values)}{more}"
+    return f"{', '.join(values)}{more}"

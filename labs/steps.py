@@ -50,11 +50,14 @@ def load_objects(path: Path) -> list[object]:
 
 @dataclass(frozen=True)
 class Apply:
+    """Apply a lab file; ``refused`` names objects the apiserver must refuse (a quota at work)."""
+
     file: str
+    refused: tuple[str, ...] = ()
 
     def run(self, ctx: StepContext) -> None:
         results = kubeapply.apply_all(ctx.client, load_objects(ctx.lab_dir / self.file))
-        bad = [f"{r.ref}: {r.message}" for r in results if not r.ok]
+        bad = [f"{r.ref}: {r.message}" for r in results if r.ok == (r.ref in self.refused)]
         if bad:
             raise errors.ClusterError(f"applying {self.file} failed: " + "; ".join(bad),
                                       hint="gpulab status (is the cluster up?), then gpulab lab reset")
@@ -167,10 +170,13 @@ def parse(p: Problems, where: str, raw: Any, lab_dir: Path) -> Step | None:
     (action, value), = raw.items()
     where = f"{where}.{action}"
     if action == "apply":
-        file = common.text(p, where, value)
+        m = value if isinstance(value, dict) else {"file": value}
+        p.unknown(where, m, ("file", "refused"))
+        file = common.text(p, f"{where}.file" if isinstance(value, dict) else where, m.get("file"))
         if file and not (lab_dir / file).is_file():
             p.add(where, f"{file} does not exist in {lab_dir.name}/")
-        return Apply(file)
+        refused = common.strings(p, f"{where}.refused", m["refused"]) if "refused" in m else ()
+        return Apply(file, refused)
     if action == "operator":
         if value not in OPERATOR_STATES:
             p.add(where, f"must be one of {', '.join(OPERATOR_STATES)}")

@@ -239,5 +239,5 @@ class ObjectRule:
         for exp in self.expect:
             ok, found = exp.test(obj)
             if not ok:
-                return Outcome(False, f"{self.title}: {exp.describe()}; {found}")
+                return Outcome(False, f"{self.title}: {exp.describe()}, but it is {found}")
         return Outcome(True, f"{self.title}: as expected")

@@ -141,7 +141,8 @@ class ManifestRule:
         for exp in self.expect:
             ok, found = exp.test(data)
             if not ok:
-                said = f"{exp.describe()}; {found}" if self.reveal else f"{found}, which is not right"
+                said = f"{exp.describe()}, but it is {found}" if self.reveal else \
+                    f"{exp.path} is {found}, which is not right"
                 return Outcome(False, f"{self.file}, {self._label()}: {said}")
         return Outcome(True, f"{self.file}, {self._label()}: as expected")
 
