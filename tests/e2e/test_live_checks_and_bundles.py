@@ -1,0 +1,100 @@
+"""Outcome checks on the real control plane with the simulated GPU Operator; the same checks on an evidence
+bundle recorded from it give the same results offline; ``gpulab why`` explains a pod that asks for more GPUs
+than any node has."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from cluster.kube.client import Client
+from graders import bundle, explain, live, schedmsg
+from graders.view import LiveView
+from gpu_e2e import create_pod, gpu_operator, gpu_pod, wait_event, wait_phase
+
+__all__ = ["gpu_operator"]
+
+
+def _checks(view: Any, ns: str) -> list[Any]:
+    return [
+        live.node_resource(view, "a100-0", "nvidia.com/gpu", equals=4, wait=30),
+        live.node_resource(view, "h100-0", "nvidia.com/gpu", at_least=8, field="capacity"),
+        live.node_label(view, "h100-0", "nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3", wait=30),
+        live.pod_phase(view, ns, "on-h100", "Running", wait=60),
+        live.pod_node(view, ns, "on-h100", pool="h100", id="on-h100-pool"),
+        live.pod_node(view, ns, "on-h100", pool="a100", id="on-a100-pool"),
+        live.pod_phase(view, ns, "too-big", "Running"),
+        live.scheduling_failed(view, ns, "too-big", ["Insufficient nvidia.com/gpu"], wait=30),
+        live.quota_usage(view, ns, "gpu-quota", used=10, hard=10, wait=30),
+        live.pod_phase(view, ns, "ghost"),
+    ]
+
+
+def _setup(client: Client, ns: str) -> None:
+    client.create(f"/api/v1/namespaces/{ns}/resourcequotas", {
+        "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpu-quota"},
+        "spec": {"hard": {"requests.nvidia.com/gpu": "10"}}})
+    pinned = gpu_pod("on-h100", {"nvidia.com/gpu": "1"})
+    pinned["spec"]["nodeSelector"] = {"gpulab.dev/pool": "h100"}
+    create_pod(client, ns, pinned)
+    create_pod(client, ns, gpu_pod("too-big", {"nvidia.com/gpu": "9"}))
+
+
+def test_live_checks_follow_the_cluster(gpu_operator: Client, namespace: str) -> None:
+    """Checks pass and fail for the right reasons on a live view, waiting where the outcome takes time."""
+    _setup(gpu_operator, namespace)
+    results = {c.id: c for c in _checks(LiveView(gpu_operator), namespace)}
+    passed = {k for k, c in results.items() if c.passed}
+    assert passed == {"node-resource:a100-0:nvidia.com/gpu", "node-resource:h100-0:nvidia.com/gpu",
+                      "node-label:h100-0:nvidia.com/gpu.product", f"pod-phase:{namespace}/on-h100",
+                      f"scheduling-failed:{namespace}/too-big", f"quota:{namespace}/gpu-quota:requests.nvidia.com/gpu",
+                      "on-h100-pool"}, results
+    assert "pool `h100`" in results["on-a100-pool"].message
+    too_big = results[f"pod-phase:{namespace}/too-big"]
+    assert "is Pending (Unschedulable); expected Running" in too_big.message and "gpulab why too-big" in too_big.hint
+
+
+def test_wait_on_a_live_view_ends_with_a_time_out(gpu_operator: Client, namespace: str) -> None:
+    create_pod(gpu_operator, namespace, gpu_pod("stuck", {"nvidia.com/gpu": "16"}))
+    started = time.monotonic()
+    check = live.pod_phase(LiveView(gpu_operator), namespace, "stuck", "Running", wait=3)
+    elapsed = time.monotonic() - started
+    assert not check.passed and 3 <= elapsed < 8
+    assert check.message.startswith(f"Timed out after 3 s waiting for pod {namespace}/stuck to be Running. Last seen:")
+
+
+def test_bundle_gives_the_same_results_offline(gpu_operator: Client, namespace: str, tmp_path: Path) -> None:
+    """Snapshot the cluster, write, read: every check's verdict and message are the same as on the live view;
+    two snapshots of the unchanged cluster are byte-for-byte identical."""
+    client = gpu_operator
+    _setup(client, namespace)
+    wait_phase(client, namespace, "on-h100", "Running", timeout=60)
+    wait_event(client, namespace, "too-big", "FailedScheduling", "Insufficient nvidia.com/gpu")
+    live_results = [(c.id, c.passed, c.message) for c in _checks(LiveView(client), namespace)]
+    manifests = {"pods.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: on-h100}\n"}
+    path = bundle.write(tmp_path / "bundle.json", bundle.snapshot(client, [namespace], manifests, "e2e"))
+    offline = bundle.load(path)
+    assert offline.manifests == manifests and offline.namespaces == (namespace,)
+    bundle_results = [(c.id, c.passed, c.message) for c in _checks(offline.view(), namespace)]
+    assert bundle_results == live_results
+    again = bundle.dumps(bundle.snapshot(client, [namespace], manifests, "e2e"))
+    assert again == path.read_bytes()
+    explained = explain.explain_pod(offline.view(), namespace, "too-big")
+    assert explained.agrees is True
+
+
+def test_why_explains_insufficient_gpus(local_cluster: Any, gpu_operator: Client, namespace: str) -> None:
+    """`gpulab why` on a pod asking for 9 GPUs: every node lacks them, each says how many it has."""
+    create_pod(gpu_operator, namespace, gpu_pod("nine", {"nvidia.com/gpu": "9"}))
+    wait_event(gpu_operator, namespace, "nine", "FailedScheduling", "Insufficient nvidia.com/gpu")
+    out = json.loads(local_cluster.gpulab("why", "nine", "-n", namespace, "--json").stdout)
+    assert out["state"] == "unschedulable" and out["agrees"] is True
+    assert out["schedulerCounts"] == {"Insufficient nvidia.com/gpu": 6}
+    h100 = next(n for n in out["nodes"] if n["node"] == "h100-0")
+    assert h100["scheduler"] == ["Insufficient nvidia.com/gpu"]
+    assert "asks for 9 nvidia.com/gpu; the node has 8" in h100["reasons"][0]["text"]
+    text = local_cluster.gpulab("why", "nine", "-n", namespace).stdout
+    assert "Pod " in text and "h100-0" in text and "gpu-fundamentals" in text
+    assert schedmsg.parse(out["evidence"]) is not None
