@@ -227,7 +227,7 @@ def _absent(view: ClusterView, namespace: str, name: str) -> Explanation:
         owner = as_str(dig(event, "involvedObject", "name"))
         if as_str(event.get("reason")) != "FailedCreate" or "quota" not in text:
             continue
-        if name.startswith(owner) or owner.startswith(name) or f'"{name}' in text:
+        if owner == name or owner.startswith(f"{name}-") or name.startswith(f"{owner}-") or f'"{name}"' in text:
             kind = as_str(dig(event, "involvedObject", "kind")) or "Its owner"
             notes = (explain_quota(text),)
             summary = say("quota/owner", owner=f"{kind} {owner}", pod=name, namespace=namespace)
