@@ -26,7 +26,7 @@ ID_PATTERN = re.compile(r"^[0-9]{2}[a-z]?-[a-z0-9]+(-[a-z0-9]+)*$")
 _CHECK_ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _TOP = ("apiVersion", "kind", "metadata", "spec")
 _SPEC = ("title", "module", "summary", "fleet", "files", "lintFiles", "scope", "setup", "solve", "tasks")
-_SCOPE = ("operator", "namespaces", "objects", "nodeLabels", "faults", "policy")
+_SCOPE = ("operator", "baseline", "namespaces", "objects", "nodeLabels", "faults", "policy")
 _TASK = ("id", "title", "instructions", "files", "checks")
 _CHECK = ("id", "title", "points", "hint")
 
@@ -136,8 +136,12 @@ def _scope(p: Problems, raw: dict[str, Any]) -> Scope:
                                  common.text(p, f"{where}.name", m.get("name")),
                                  common.text(p, f"{where}.namespace", m.get("namespace"), required=False)))
     labels = common.mapping(p, "spec.scope.nodeLabels", raw.get("nodeLabels", {}))
+    baseline = raw.get("baseline", True)
+    if not isinstance(baseline, bool):
+        p.add("spec.scope.baseline", "must be true or false")
     return Scope(
         operator=str(op or ""),
+        baseline=bool(baseline),
         namespaces=common.strings(p, "spec.scope.namespaces", raw["namespaces"]) if "namespaces" in raw else (),
         objects=tuple(objects),
         node_labels={node: common.strings(p, f"spec.scope.nodeLabels.{node}", keys) for node, keys in labels.items()},

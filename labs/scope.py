@@ -31,10 +31,18 @@ def _collection(api_version: str, plural: str, namespace: str) -> str:
     return f"{base}/namespaces/{namespace}/{plural}"
 
 
+# The GPU stack's knobs a lab may turn on any GPU node, and the value each has when nothing turned it.
+BASELINE_LABELS: dict[str, str | None] = {
+    names.DEVICE_PLUGIN_CONFIG: None, names.DRA_ENABLED: None, names.MIG_CONFIG: "all-disabled"}
+BASELINE_POLICY = ("devicePlugin.config", "mig.strategy")
+
+
 def normalize(client: Client, scope: Scope) -> None:
     """Put every object of ``scope`` back to its start value (see ``Scope``)."""
     if scope.operator:
         steps.ensure_operator(client, scope.operator == "installed")
+    if scope.baseline:
+        _baseline(client)
     for ns in scope.namespaces:
         _empty_namespace(client, ns)
     for ref in scope.objects:
@@ -49,6 +57,21 @@ def normalize(client: Client, scope: Scope) -> None:
             client.patch(f"/api/v1/nodes/{name}", {"metadata": {"annotations": {names.FAULTS: None}}})
     if scope.policy and operator.policy_state(client) is not None:
         _restore_policy(client, scope.policy)
+
+
+def _baseline(client: Client) -> None:
+    for node in client.get("/api/v1/nodes").get("items", []):
+        meta = node["metadata"]
+        labels, notes = meta.get("labels") or {}, meta.get("annotations") or {}
+        # Only keys a node carries are reset: mig.config exists where the operator manages MIG.
+        change = {k: v for k, v in BASELINE_LABELS.items() if k in labels and labels[k] != v}
+        patch: dict[str, Any] = {"labels": change} if change else {}
+        if names.FAULTS in notes:
+            patch["annotations"] = {names.FAULTS: None}
+        if patch:
+            client.patch(f"/api/v1/nodes/{meta['name']}", {"metadata": patch})
+    if operator.policy_state(client) is not None:
+        _restore_policy(client, BASELINE_POLICY)
 
 
 def _empty_namespace(client: Client, ns: str) -> None:
@@ -113,6 +136,8 @@ def snapshot(client: Client, scope: Scope) -> dict[str, Any]:
             out[str(ref)] = {k: v for k, v in obj.items() if k in ("spec", "data", "value", "preemptionPolicy")}
         except errors.NotFound:
             out[str(ref)] = None
+    if scope.baseline:
+        out["gpu nodes"] = _gpu_nodes(client)
     for node in sorted({*scope.node_labels, *scope.faults}):
         got = client.get(f"/api/v1/nodes/{node}")
         labels = got["metadata"].get("labels") or {}
@@ -128,6 +153,21 @@ def snapshot(client: Client, scope: Scope) -> dict[str, Any]:
         out["policy"] = {f: _dig(spec, f.split(".")) for f in scope.policy}
     normalised: dict[str, Any] = json.loads(json.dumps(out, sort_keys=True))
     return normalised
+
+
+def _gpu_nodes(client: Client) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for node in client.get("/api/v1/nodes").get("items", []):
+        labels = node["metadata"].get("labels") or {}
+        allocatable = {k: v for k, v in node.get("status", {}).get("allocatable", {}).items() if "/" in k}
+        if not allocatable and names.GPU_PRESENT not in labels:
+            continue
+        out[node["metadata"]["name"]] = {
+            "labels": {k: labels.get(k) for k in BASELINE_LABELS},
+            "faults": (node["metadata"].get("annotations") or {}).get(names.FAULTS),
+            "allocatable": allocatable,
+        }
+    return out
 
 
 def _namespace_contents(client: Client, ns: str) -> list[str] | None:

@@ -102,10 +102,14 @@ class Scope:
     ``operator``: the GPU Operator must be installed / absent ("" = the lab does not care);
     ``namespaces``: lab namespaces, created empty; ``objects``: named objects, deleted;
     ``node_labels``: node -> label keys, removed; ``faults``: nodes whose simulated faults are cleared;
-    ``policy``: ClusterPolicy ``spec`` fields (dotted), restored to the operator's defaults.
+    ``policy``: ClusterPolicy ``spec`` fields (dotted), restored to the operator's defaults;
+    ``baseline``: every GPU node back to the stack's defaults first: no simulated faults, no device-plugin
+    config or DRA labels, MIG layouts ``all-disabled``, and the ClusterPolicy's ``devicePlugin.config`` and
+    ``mig.strategy`` as installed. This is what lets any lab start whatever lab ran before it.
     """
 
     operator: str = ""
+    baseline: bool = True
     namespaces: tuple[str, ...] = ()
     objects: tuple[ObjectRef, ...] = ()
     node_labels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
