@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from cluster.kube.client import Client
+from cluster.sim.gpu import names
 from graders import bundle, explain, live, schedmsg
 from graders.view import LiveView
-from gpu_e2e import create_pod, gpu_operator, gpu_pod, wait_event, wait_phase
+from gpu_e2e import create_pod, gpu_operator, gpu_pod, wait_event, wait_for, wait_phase
 
 __all__ = ["gpu_operator"]
 
@@ -98,3 +99,32 @@ def test_why_explains_insufficient_gpus(local_cluster: Any, gpu_operator: Client
     text = local_cluster.gpulab("why", "nine", "-n", namespace).stdout
     assert "Pod " in text and "h100-0" in text and "gpu-fundamentals" in text
     assert schedmsg.parse(out["evidence"]) is not None
+
+
+def test_claim_allocation_on_a_dra_node(gpu_operator: Client, namespace: str, tmp_path: Path) -> None:
+    """A pod with a claim from a template runs on the DRA node; the check finds the claim through the pod, on
+    the pod's node, from the live view and from a bundle alike."""
+    client = gpu_operator
+    client.patch("/api/v1/nodes/l40s-0", {"metadata": {"labels": {names.DRA_ENABLED: "true"}}})
+    try:
+        wait_for(lambda: any(s["spec"].get("nodeName") == "l40s-0"
+                             for s in client.get("/apis/resource.k8s.io/v1/resourceslices")["items"]), 30,
+                 what="the l40s-0 ResourceSlice")
+        client.create(f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaimtemplates", {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "one"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}})
+        create_pod(client, namespace, gpu_pod("dra", {}, claims=[{"name": "gpu", "resourceClaimTemplateName": "one"}]))
+        view = LiveView(client)
+        check = live.claim_allocated(view, namespace, pod="dra", pod_claim="gpu", node="l40s-0", pool="l40s",
+                                     driver="gpu.nvidia.com", count=1, wait=60)
+        assert check.passed, check.message
+        wrong = live.claim_allocated(view, namespace, pod="dra", pod_claim="gpu", node="a100-0")
+        assert not wrong.passed and "expected node `a100-0`" in wrong.message
+        offline = bundle.load(bundle.write(tmp_path / "b.json", bundle.snapshot(client, [namespace], {}, "e2e"))).view()
+        again = live.claim_allocated(offline, namespace, pod="dra", pod_claim="gpu", node="l40s-0", pool="l40s",
+                                     driver="gpu.nvidia.com", count=1)
+        assert (again.passed, again.message) == (check.passed, check.message)
+    finally:
+        client.patch("/api/v1/nodes/l40s-0", {"metadata": {"labels": {names.DRA_ENABLED: None}}})
+        wait_for(lambda: client.get("/api/v1/nodes/l40s-0")["status"]["allocatable"].get("nvidia.com/gpu") == "2", 60,
+                 what="l40s-0 back on the device plugin")
