@@ -49,6 +49,9 @@ class Result:
     def output(self) -> str:
         return self.stdout + self.stderr
 
+    def _ipython_display_(self) -> None:
+        """Shown as a cell's value: nothing more, the output was printed as the command ran."""
+
 
 def kubeconfig() -> Path:
     """The lab cluster's admin kubeconfig (what ``gpulab env`` exports); a clear error when no cluster exists."""
