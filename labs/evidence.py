@@ -12,8 +12,7 @@ import functools
 from collections.abc import Mapping
 from pathlib import Path
 
-from graders import FleetFacts, LintResult, lint_texts, source
-from labs import view as view_mod
+from graders import ClusterView, FleetFacts, LintResult, lint_texts, source
 
 MAX_FILE_BYTES = 1024 * 1024
 
@@ -22,7 +21,7 @@ class Evidence:
     """The inputs of one grading: files by name (bytes), the fleet, and a cluster view or ``None``."""
 
     def __init__(self, files: Mapping[str, bytes], lint_files: tuple[str, ...], fleet: FleetFacts,
-                 view: view_mod.ClusterView | None, *, compile_cel: bool = True) -> None:
+                 view: ClusterView | None, *, compile_cel: bool = True) -> None:
         self.files = dict(files)
         self.lint_files = lint_files
         self.fleet = fleet

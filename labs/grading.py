@@ -18,9 +18,11 @@ from pathlib import Path
 
 from cluster import errors, fleet as fleet_mod
 from cluster.kube.client import Client
-from graders import Check, FleetFacts, Report
-from labs import bundle as bundle_mod, catalog, evidence, view
+from graders import Bundle, Check, FleetFacts, LiveView, Report, load_bundle
+from labs import catalog, evidence
 from labs.spec import LabSpec
+
+BUNDLE_FILE = "evidence.json"  # what lab.submit() writes into the lab folder
 
 log = logging.getLogger(__name__)
 
@@ -57,27 +59,32 @@ def run_checks(spec: LabSpec, ev: evidence.Evidence, *, strict: bool = True) -> 
 @dataclass(frozen=True)
 class Submission:
     files: dict[str, bytes]
-    bundle: bundle_mod.Bundle | None
+    bundle: Bundle | None
 
 
 def read_submission(spec: LabSpec, path: Path, bundle_path: Path | None = None) -> Submission:
-    """A folder of files (with ``evidence.json`` inside, or ``bundle_path``), or a bundle file on its own."""
+    """A folder of files (with ``evidence.json`` inside, or ``bundle_path``), or a bundle file on its own.
+
+    The files in the folder win over the copies inside the bundle: they are what the learner handed in.
+    A bundle that cannot be read raises ``graders.BundleError`` (a ``ConfigError``) saying why."""
     if path.is_file():
-        whole = bundle_mod.read(path)
-        return Submission(whole.files, _matching(spec, whole, path))
+        whole = _matching(spec, load_bundle(path), path)
+        files = {n: t.encode("utf-8") for n, t in whole.manifests.items() if n in spec.files}
+        return Submission(files, whole)
     if not path.is_dir():
         raise errors.ConfigError(str(path), ["no such submission folder or bundle file"])
     files = evidence.read_files(path, spec.files)
-    inside = path / bundle_mod.FILE_NAME
+    inside = path / BUNDLE_FILE
     chosen = bundle_path or (inside if inside.is_file() else None)
     if chosen is None:
         return Submission(files, None)
-    return Submission(files, _matching(spec, bundle_mod.read(chosen), chosen))
+    return Submission(files, _matching(spec, load_bundle(chosen), chosen))
 
 
-def _matching(spec: LabSpec, found: bundle_mod.Bundle, path: Path) -> bundle_mod.Bundle:
+def _matching(spec: LabSpec, found: Bundle, path: Path) -> Bundle:
     if found.lab != spec.id:
-        raise errors.ConfigError(str(path), [f"is evidence for lab {found.lab}, not {spec.id}"])
+        raise errors.ConfigError(str(path), [f"is evidence for lab {found.lab!r}, not {spec.id}"],
+                                 hint=f"grade it with `gpulab grade {found.lab} ...`")
     return found
 
 
@@ -91,9 +98,9 @@ def grade(lab_id: str, submission: Path, *, bundle: Path | None = None, live: bo
         from cluster import backends
 
         with Client.from_kubeconfig(kubeconfig or backends.current().kubeconfig()) as client:
-            return run_checks(spec, evidence.Evidence(sub.files, spec.lint_files, fleet, view.LiveView(client),
+            return run_checks(spec, evidence.Evidence(sub.files, spec.lint_files, fleet, LiveView(client),
                                                       compile_cel=compile_cel))
-    cluster = view.RecordedView(sub.bundle.record) if sub.bundle else None
+    cluster = sub.bundle.view() if sub.bundle else None
     return run_checks(spec, evidence.Evidence(sub.files, spec.lint_files, fleet, cluster, compile_cel=compile_cel))
 
 

@@ -19,8 +19,8 @@ from typing import Any
 from cluster import backends, errors
 from cluster.backends.base import state_root
 from cluster.kube.client import Client
-from graders import Check, Report, Severity, source
-from labs import bundle as bundle_mod, catalog, evidence, grading, kubeapply, scope, steps, view
+from graders import Check, ClusterView, LiveView, Report, Severity, snapshot, source, write_bundle
+from labs import catalog, evidence, grading, kubeapply, scope, steps
 from labs.spec import LabSpec, Task
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ class Lab:
         """Back to the start: the scope and setup again, and the starter files (the old ones are backed up).
 
         An evidence bundle written before is moved to the backup too: it no longer describes the lab."""
-        stale = self.workdir / bundle_mod.FILE_NAME
+        stale = self.workdir / grading.BUNDLE_FILE
         if stale.is_file():
             backup = self.workdir / BACKUPS / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
             backup.mkdir(parents=True, exist_ok=True)
@@ -108,14 +108,14 @@ class Lab:
 
     # --- grading -----------------------------------------------------------------------------------------------
 
-    def _evidence(self, cluster: view.ClusterView | None) -> evidence.Evidence:
+    def _evidence(self, cluster: ClusterView | None) -> evidence.Evidence:
         files = evidence.read_files(self.workdir, self.spec.files)
         return evidence.Evidence(files, self.spec.lint_files, grading.fleet_facts(self.spec.fleet), cluster)
 
     def check(self, *, wait: float = 10.0) -> Report:
         """Grade the working folder against the live cluster; cluster checks are retried for up to ``wait`` s."""
         with self.client() as client:
-            ev = self._evidence(view.LiveView(client))
+            ev = self._evidence(LiveView(client))
             report = grading.run_checks(self.spec, ev, strict=False)
             deadline = time.monotonic() + wait
             by_id = {c.id: c for c in self.spec.checks}
@@ -124,7 +124,7 @@ class Lab:
                 if not failing:
                     break
                 time.sleep(0.5)
-                ev.view = view.LiveView(client)
+                ev.view = LiveView(client)
                 redone = {c.id: self._evaluate(ev, by_id[c.id].id) for c in failing}
                 report = Report.from_checks(self.id, [redone.get(c.id, c) for c in report.checks])
         if wait > 0:
@@ -148,16 +148,12 @@ class Lab:
         return Check(c.id, False, c.points, f"timed out after {wait:.0f} s waiting: {c.message}", c.hint)
 
     def submit(self, path: Path | None = None) -> Path:
-        """Write the evidence bundle (the files and every cluster read the checks make); returns its path."""
+        """Write the evidence bundle (``graders`` format): the learner's files and the cluster state of the
+        lab's namespaces and GPU nodes, so that ``gpulab grade`` and nbgrader can grade offline."""
+        files = {n: t.decode("utf-8", "replace") for n, t in evidence.read_files(self.workdir, self.spec.files).items()}
         with self.client() as client:
-            live = view.LiveView(client)
-            record: dict[str, Any] = {}
-            for c in self.spec.checks:
-                for api_path, params in c.rule.reads():
-                    record.setdefault(view.key(api_path, params), live.get(api_path, params))
-        files = evidence.read_files(self.workdir, self.spec.files)
-        out = path or self.workdir / bundle_mod.FILE_NAME
-        return bundle_mod.write(out, bundle_mod.Bundle(self.id, self.spec.version, files, record))
+            data = snapshot(client, self.spec.scope.namespaces, files, self.id)
+        return write_bundle(path or self.workdir / grading.BUNDLE_FILE, data)
 
     def snapshot(self) -> dict[str, Any]:
         """The objects this lab may change, as comparable data (what ``reset`` must restore)."""

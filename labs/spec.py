@@ -53,10 +53,6 @@ class Rule(Protocol):
 
     def evaluate(self, ev: evidence.Evidence) -> Outcome: ...
 
-    def reads(self) -> Sequence[tuple[str, Mapping[str, str]]]:
-        """The API reads this rule makes (path, query), so that a bundle can record them."""
-        ...
-
 
 @dataclass(frozen=True)
 class CheckSpec:

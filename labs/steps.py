@@ -20,7 +20,8 @@ from cluster import errors
 from cluster.kube.client import Client
 from cluster.sim.gpu import hoststate, names, operator
 from graders import FleetFacts
-from labs import evidence, kubeapply, view
+from graders import LiveView
+from labs import evidence, kubeapply
 from labs.checks import common, live
 from labs.spec import OPERATOR_STATES, Problems, Rule
 
@@ -143,7 +144,7 @@ class Wait:
     what: str = field(default="", compare=False)
 
     def run(self, ctx: StepContext) -> None:
-        ev = evidence.Evidence({}, (), ctx.fleet, view.LiveView(ctx.client))
+        ev = evidence.Evidence({}, (), ctx.fleet, LiveView(ctx.client))
         deadline = time.monotonic() + self.timeout
         while True:
             outcome = self.rule.evaluate(ev)
@@ -159,7 +160,8 @@ class Wait:
 
 
 _WAITABLE: dict[str, Callable[[Problems, str, dict[str, Any], object], Rule]] = {
-    "pod": live.PodRule.parse, "node": live.NodeRule.parse, "object": live.ObjectRule.parse}
+    "pod": live.PodRule.parse, "node": live.NodeRule.parse, "quota": live.QuotaRule.parse,
+    "claim": live.ClaimRule.parse, "object": live.ObjectRule.parse}
 
 
 def parse(p: Problems, where: str, raw: Any, lab_dir: Path) -> Step | None:

@@ -1,7 +1,7 @@
 """The check kinds a lab may use, by the key that names them in ``lab.yaml``.
 
 Static kinds (``lint``, ``manifest``, ``answer``) read only the learner's files; cluster kinds (``pod``,
-``node``, ``object``) read a cluster view, live or recorded in an evidence bundle.
+``node``, ``quota``, ``claim``, ``object``) read a ``graders.ClusterView``, live or an evidence bundle.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ KINDS: dict[str, Parser] = {
     "answer": static.AnswerRule.parse,
     "pod": live.PodRule.parse,
     "node": live.NodeRule.parse,
+    "quota": live.QuotaRule.parse,
+    "claim": live.ClaimRule.parse,
     "object": live.ObjectRule.parse,
 }
 

@@ -7,7 +7,6 @@ checks never print the expected answer.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,9 +65,6 @@ class LintRule:
             severity = "error"
         return cls(files, frozenset(rules), Severity(severity))
 
-    def reads(self) -> Sequence[tuple[str, Mapping[str, str]]]:
-        return ()
-
     def evaluate(self, ev: evidence.Evidence) -> Outcome:
         missing = [n for n in self.files if n not in ev.files]
         if missing:
@@ -108,9 +104,6 @@ class ManifestRule:
         if not kind and document is None:
             p.add(where, "select the object with kind (and name) or with document")
         return cls(file, kind, name, document, common.expectations(p, f"{where}.expect", raw.get("expect")))
-
-    def reads(self) -> Sequence[tuple[str, Mapping[str, str]]]:
-        return ()
 
     def _label(self) -> str:
         if self.kind:
@@ -162,9 +155,6 @@ class AnswerRule:
         if exp is None:
             return cls(file, paths.Expect(paths.parse("missing"), "exists", True))
         return cls(file, exp)
-
-    def reads(self) -> Sequence[tuple[str, Mapping[str, str]]]:
-        return ()
 
     def evaluate(self, ev: evidence.Evidence) -> Outcome:
         parsed = ev.parsed(self.file)
