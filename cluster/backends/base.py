@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import platformdirs
 
-from cluster import fleet as fleet_mod, progress as progress_mod
+from cluster import errors, fleet as fleet_mod, progress as progress_mod
+
+# Write failures that are about the disk, not about gpulab: reported as one clear message, never a traceback.
+_DISK_ERRNOS = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
+                errno.EROFS: "the filesystem is read-only"}
+
+
+def free_mib(path: Path) -> float:
+    """Free space (MiB) on the filesystem that holds ``path`` (or would hold it: the nearest existing parent)."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return shutil.disk_usage(probe).free / 2**20
 
 
 def state_root() -> Path:
@@ -90,6 +106,30 @@ class StateDir:
 
     def kubeconfig(self) -> Path:
         return self.dir / "admin.kubeconfig"
+
+    def _disk_hint(self) -> str:
+        return (f"free space on the filesystem of {self.dir} and run the command again (an existing cluster keeps "
+                "its objects), or use another place: GPULAB_STATE_DIR=<a folder with space> gpulab up")
+
+    def ensure_space(self, need_mib: int, what: str) -> None:
+        """Refuse to start writing when the state dir's filesystem has less than ``need_mib`` free."""
+        free = free_mib(self.dir)
+        if free < need_mib:
+            raise errors.ClusterError(f"only {free:.0f} MiB free on the filesystem of {self.dir}; {what} needs "
+                                      f"at least {need_mib} MiB", hint=self._disk_hint())
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Turn a full, over-quota or read-only disk under the state dir into one ``ClusterError``."""
+        try:
+            yield
+        except OSError as exc:
+            reason = _DISK_ERRNOS.get(exc.errno or 0)
+            if reason is None:
+                raise
+            where = f" (writing {exc.filename})" if exc.filename else ""
+            raise errors.ClusterError(f"cannot write the cluster state under {self.dir}: {reason}{where}",
+                                      hint=self._disk_hint()) from exc
 
 
 class Backend(Protocol):

@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 AGENTS = ("node-agent", "pod-agent", "gpu-stack")
+MIN_FREE_FRESH_MIB = 160  # etcd's first WAL segment (64 MiB) and snapshot, PKI, logs, with room to grow
+MIN_FREE_MIB = 16  # a restart writes state.json, kubeconfigs and logs; etcd reuses its preallocated WAL
 
 
 def heartbeat_timing(node_count: int) -> tuple[float, int]:
@@ -175,8 +177,12 @@ class LocalBackend(StateDir):
     def up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, *, retain: bool = False,
            fleet_source: str | None = None) -> ClusterStatus:
         fresh = not self.exists()
+        # etcd preallocates its 64 MiB write-ahead log and panics without room for it: say so before starting.
+        self.ensure_space(MIN_FREE_FRESH_MIB if fresh else MIN_FREE_MIB,
+                          "a new local cluster" if fresh else "restarting the local cluster")
         try:
-            return self._up(fl, prog, fleet_source)
+            with self.writing():
+                return self._up(fl, prog, fleet_source)
         except BaseException:
             if fresh and not retain:
                 log.warning("bring-up failed; removing the half-built cluster (use --retain to keep it)")
@@ -270,7 +276,7 @@ class LocalBackend(StateDir):
     def tenant_kubeconfig(self, namespace: str) -> Path:
         pki = pki_mod.Pki(self.dir / "pki")
         dest = self.dir / "tenants" / f"{namespace}.kubeconfig"
-        with Client.from_kubeconfig(self.kubeconfig()) as client:
+        with Client.from_kubeconfig(self.kubeconfig()) as client, self.writing():
             return ops.tenant_kubeconfig(client, namespace, dest, server=self.server(), ca_file=pki.ca_cert)
 
     def collect_logs(self, dest: Path) -> list[Path]:
