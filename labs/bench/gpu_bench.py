@@ -142,6 +142,13 @@ def config_change_seconds(client: Client, fl: fleet_mod.Fleet, timeout: float = 
     return done - start, len(counts)
 
 
+def restore_config(client: Client, fl: fleet_mod.Fleet, timeout: float = 300.0) -> None:
+    """Point the device plugin back at its built-in config and wait until every GPU node shows whole GPUs."""
+    client.patch(f"{names.POLICY_PATH}/{names.POLICY_NAME}", {"spec": {"devicePlugin": {"config": None}}})
+    with NodeWatch(client) as watch:
+        watch.wait({name: allocatable("nvidia.com/gpu", str(n)) for name, n in gpu_nodes(fl).items()}, timeout)
+
+
 def label_change_seconds(client: Client, fl: fleet_mod.Fleet, node: str, repeat: int = 3,
                          timeout: float = 30.0) -> list[float]:
     """Seconds from setting (and clearing) a node's device-plugin config label to its resources changing.

@@ -3,8 +3,9 @@
 Sections, in the order they run (at most one benchmark cluster is up at any time):
 
 - ``starter``: a cold start of the starter fleet with cached binaries, then on that cluster the GPU Operator,
-  a label change, a lab reset and a live check, and the starter fleet's memory;
-- ``grading``: offline grading throughput over generated submissions (no cluster);
+  a label change, a config change, one live check, a lab (check, solve, reset, evidence bundles recorded),
+  and the starter fleet's memory;
+- ``grading``: offline batch grading of the recorded bundles, and static lint throughput (no cluster);
 - ``scale``: ``up`` for a large fleet, a device-plugin config change reconciled across it, memory at scale;
 - ``notebooks``: the whole course executed headless (full runs only).
 
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from cluster import binaries, errors, fleet as fleet_mod, progress as progress_mod
 from cluster.kube.client import Client
-from labs.bench import cluster_bench, gpu_bench, grading_bench, labs_bench, reference
+from labs.bench import cluster_bench, gpu_bench, grading_bench, labs_bench, live_bench, reference
 from labs.bench.figures import Figure, Report, not_measured
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ class Plan:
         self.scale_nodes = 50 if quick else 1000
         self.submissions = 40 if quick else 200
         self.label_repeat = 2 if quick else 5
+        self.live_repeat = 20 if quick else 100
 
     def tag(self) -> str:
         return " (quick)" if self.quick else ""
@@ -55,8 +57,9 @@ class _Run:
         self.plan, self.root, self.prog = plan, root, prog
         self.figures: list[Figure] = []
         self.errors: list[str] = []
+        self.recorded: labs_bench.Recorded | None = None
 
-    def section(self, title: str, body: Callable[[], list[Figure]], planned: Iterable[Figure],
+    def section(self, title: str, body: Callable[[], None], planned: Iterable[Figure],
                 needs_cluster: bool = True) -> None:
         """Run one section; on failure keep what it measured and mark the rest as not measured."""
         if needs_cluster and binaries.cached() is None:
@@ -67,7 +70,7 @@ class _Run:
         self.prog.start(title)
         before = len(self.figures)
         try:
-            self.figures += body()
+            body()
         except (errors.CourseError, OSError, TimeoutError) as exc:
             log.debug("bench section %r failed", title, exc_info=True)
             reason = f"failed: {getattr(exc, 'message', None) or exc}"
@@ -78,13 +81,14 @@ class _Run:
         self.prog.finish()
 
 
-def _starter(run: _Run) -> list[Figure]:
+def _starter(run: _Run) -> None:
     plan = run.plan
-    out: list[Figure] = []
+    out = run.figures
     fl = fleet_mod.load("starter")
     with cluster_bench.running(run.root, fl, "bench-starter") as bc:
         out.append(cluster_bench.start_figure(bc))
-        with Client.from_kubeconfig(bc.backend.kubeconfig(), timeout=120) as client:
+        kubeconfig = bc.backend.kubeconfig()
+        with Client.from_kubeconfig(kubeconfig, timeout=120) as client:
             took = gpu_bench.install_operator(client, timeout=180)
             out.append(Figure("GPU Operator install to policy ready, starter fleet", round(took, 2), "s"))
             times = gpu_bench.label_change_seconds(client, fl, LABEL_NODE, repeat=plan.label_repeat)
@@ -95,34 +99,55 @@ def _starter(run: _Run) -> list[Figure]:
             out.append(Figure(f"device-plugin config change reconciled across the starter fleet{plan.tag()}",
                               round(seconds, 2), "s", note=f"{gpu_nodes} GPU nodes; the 10 s target is for 1,000 "
                                                            "nodes (the scale section)"))
-        out += labs_bench.lab_figures(bc.backend, run.root)
+            gpu_bench.restore_config(client, fl)
+            out.append(_live_check(client, plan))
+        run.recorded = labs_bench.lab_figures(kubeconfig, run.root, out)
         out += cluster_bench.memory_figures(bc, "starter fleet")
     out.append(cluster_bench.teardown_figure(bc, "starter fleet"))
-    return out
+
+
+def _live_check(client: Client, plan: Plan) -> Figure:
+    live_bench.prepare(client)
+    try:
+        s = live_bench.one_live_check(client, plan.live_repeat)
+    finally:
+        live_bench.cleanup(client)
+    return Figure("one live check latency", round(s.median * 1000, 2), "ms",
+                  note=f"graders.live.pod_phase on a Running pod (1 GET over HTTPS); median of {len(s.seconds)}, "
+                       f"p95 {s.p95 * 1000:.1f} ms")
 
 
 def _starter_planned(plan: Plan) -> list[Figure]:
     return [
         Figure("start, cached binaries, to all starter-fleet nodes Ready", None, "s", 5.0),
         Figure("label change to visible resources, starter fleet", None, "s", 1.0),
+        Figure("one live check latency", None, "ms"),
         *labs_bench.planned(),
     ]
 
 
-def _grading(run: _Run) -> list[Figure]:
+def _grading(run: _Run) -> None:
     n = run.plan.submissions
+    out = run.figures
+    if run.recorded is None:
+        out.append(not_measured(_grading_name(run.plan), "submissions/s", "needs the evidence bundles that the "
+                                "starter section records on its cluster (it did not run or failed)", 20.0, True))
+    else:
+        out.append(labs_bench.grading_throughput(run.recorded, n, run.root / "grading", run.plan.tag()))
     t = grading_bench.lint_throughput(n)
-    name = f"offline grading throughput, {n} submissions{run.plan.tag()}"
     cel_note = "CEL selectors compiled by celcheck, one process per submission" if t.compile_cel else \
         "celcheck not installed: CEL selectors checked statically only"
-    return [Figure(name, round(t.per_second, 1), "submissions/s", 20.0, higher_is_better=True,
-                   note=f"static checks, one submission at a time; {cel_note}; median {t.median_ms:.0f} ms, "
-                        f"p95 {t.p95_ms:.0f} ms per submission")]
+    out.append(Figure(f"static lint throughput, {n} generated submissions{run.plan.tag()}", round(t.per_second, 1),
+                      "submissions/s", note=f"gpulab lint's rules, one submission (4 files) at a time; {cel_note}; "
+                                            f"median {t.median_ms:.0f} ms, p95 {t.p95_ms:.0f} ms"))
+
+
+def _grading_name(plan: Plan) -> str:
+    return f"offline grading throughput, {plan.submissions} submissions{plan.tag()}"
 
 
 def _grading_planned(plan: Plan) -> list[Figure]:
-    return [Figure(f"offline grading throughput, {plan.submissions} submissions{plan.tag()}", None,
-                   "submissions/s", 20.0, True)]
+    return [Figure(_grading_name(plan), None, "submissions/s", 20.0, True)]
 
 
 def _scale_names(plan: Plan) -> tuple[str, str]:
@@ -131,12 +156,12 @@ def _scale_names(plan: Plan) -> tuple[str, str]:
             f"device-plugin config change reconciled across {n} nodes")
 
 
-def _scale(run: _Run) -> list[Figure]:
+def _scale(run: _Run) -> None:
     """The large fleet; a quick run only brings a smaller one up (its config change is the starter fleet's)."""
     plan = run.plan
     up_name, change_name = _scale_names(plan)
     n = plan.scale_nodes
-    out: list[Figure] = []
+    out = run.figures
     fl = fleet_mod.scaled(n)
     with cluster_bench.running(run.root, fl, "bench-scale") as bc:
         out.append(Figure(up_name, round(bc.up_seconds, 1), "s", None if plan.quick else 60.0,
@@ -152,7 +177,6 @@ def _scale(run: _Run) -> list[Figure]:
                                    "time-sliced resource"))
         out += cluster_bench.memory_figures(bc, f"{n} nodes{plan.tag()}")
     out.append(cluster_bench.teardown_figure(bc, f"{n}-node fleet{plan.tag()}"))
-    return out
 
 
 def _scale_planned(plan: Plan) -> list[Figure]:
@@ -162,10 +186,11 @@ def _scale_planned(plan: Plan) -> list[Figure]:
     return [Figure(up_name, None, "s", 60.0), Figure(change_name, None, "s", 10.0)]
 
 
-def _notebooks(run: _Run) -> list[Figure]:
+def _notebooks(run: _Run) -> None:
     if run.plan.quick:
-        return [not_measured("whole course's notebooks executed", "s", "not run with --quick (takes minutes)")]
-    return labs_bench.notebook_figures(run.root)
+        run.figures.append(not_measured("whole course's notebooks executed", "s", "not run with --quick (takes minutes)"))
+        return
+    run.figures += labs_bench.notebook_figures(run.root)
 
 
 def machine() -> dict[str, object]:

@@ -3,7 +3,8 @@
 Brings up the starter fleet in a temporary state dir (or uses ``--kubeconfig``), installs the simulated GPU
 Operator, starts one Running GPU pod and one Pending one, then times each check many times on a ``LiveView``
 (one check = the GETs it needs, no waiting because the outcome is already there), ``explain_pod`` on the
-Pending pod, a bundle snapshot, and the same checks on the bundle offline.
+Pending pod, a bundle snapshot, and the same checks on the bundle offline. The measuring code is
+``labs.bench.live_bench`` (``gpulab bench`` reports the same "one live check" figure).
 
     .venv/bin/python tests/bench/bench_live_check.py [--repeat 50] [--kubeconfig FILE]
 """
@@ -12,30 +13,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-from cluster import errors, fleet as fleet_mod
+from cluster import fleet as fleet_mod
 from cluster.kube.client import Client
-from cluster.sim.gpu import operator
-from graders import bundle, explain, live
+from graders import bundle
 from graders.view import LiveView
-from labs.bench import cluster_bench
-
-NS = "bench-live"
-TOLERATE = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-
-
-def _pod(name: str, gpus: int) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"tolerations": TOLERATE, "terminationGracePeriodSeconds": 0,
-                     "containers": [{"name": "c", "image": "cuda", "command": ["sleep", "infinity"],
-                                     "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}}
+from labs.bench import cluster_bench, gpu_bench, live_bench
 
 
 @contextlib.contextmanager
@@ -51,42 +39,10 @@ def _cluster(kubeconfig: str | None) -> Iterator[Client]:
                 yield client
 
 
-def _prepare(client: Client) -> None:
-    took = time.monotonic()
-    operator.install(client, wait=True, timeout=180)
-    print(f"GPU Operator ready in {time.monotonic() - took:.1f} s", flush=True)
-    with contextlib.suppress(errors.Conflict):
-        client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-    client.create(f"/api/v1/namespaces/{NS}/pods", _pod("runner", 1))
-    client.create(f"/api/v1/namespaces/{NS}/pods", _pod("stuck", 16))
-    view = LiveView(client)
-    ready = [live.pod_phase(view, NS, "runner", wait=120),
-             live.scheduling_failed(view, NS, "stuck", ["Insufficient nvidia.com/gpu"], wait=120)]
-    if not all(c.passed for c in ready):
-        raise SystemExit("setup failed: " + "; ".join(c.message for c in ready if not c.passed))
-
-
-def _time(label: str, fn: Callable[[], Any], repeat: int) -> float:
-    fn()  # warm the connection pool
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    samples.sort()
-    median, p95 = statistics.median(samples), samples[min(len(samples) - 1, int(len(samples) * 0.95))]
-    print(f"  {label:<44} median {median * 1000:7.2f} ms   p95 {p95 * 1000:7.2f} ms   ({repeat} runs)", flush=True)
-    return median
-
-
-def _checks(view: Any) -> list[tuple[str, Callable[[], Any]]]:
-    return [
-        ("pod_phase [1 GET when live]", lambda: live.pod_phase(view, NS, "runner")),
-        ("node_resource [1 GET when live]", lambda: live.node_resource(view, "a100-0", "nvidia.com/gpu", equals=4)),
-        ("pod_node with pool [2 GETs when live]", lambda: live.pod_node(view, NS, "runner", pool="h100")),
-        ("scheduling_failed [2 GETs when live]", lambda: live.scheduling_failed(view, NS, "stuck", ["Insufficient"])),
-        ("explain_pod on the Pending pod", lambda: explain.explain_pod(view, NS, "stuck")),
-    ]
+def _show(s: live_bench.Samples) -> float:
+    print(f"  {s.label:<44} median {s.median * 1000:7.2f} ms   p95 {s.p95 * 1000:7.2f} ms   "
+          f"({len(s.seconds)} runs)", flush=True)
+    return s.median
 
 
 def main() -> int:
@@ -95,23 +51,24 @@ def main() -> int:
     parser.add_argument("--kubeconfig", default=None, help="use this cluster instead of bringing one up")
     args = parser.parse_args()
     with _cluster(args.kubeconfig) as client:
-        _prepare(client)
+        print(f"GPU Operator ready in {gpu_bench.install_operator(client, timeout=180):.1f} s", flush=True)
+        live_bench.prepare(client)
         try:
             print("live view (real API server over HTTPS):", flush=True)
-            medians = {label: _time(label, fn, args.repeat) for label, fn in _checks(LiveView(client))}
+            medians = {label: _show(live_bench.time_it(label, fn, args.repeat))
+                       for label, fn in live_bench.checks(LiveView(client))}
             t0 = time.perf_counter()
-            data = bundle.snapshot(client, [NS], {}, "bench")
+            data = bundle.snapshot(client, [live_bench.NS], {}, "bench")
             payload = bundle.dumps(data)
             print(f"  bundle snapshot + dumps: {(time.perf_counter() - t0) * 1000:.0f} ms, {len(payload) / 1024:.0f} KiB",
                   flush=True)
             print("bundle view (offline):", flush=True)
             offline = bundle.loads(payload).view()
-            for label, fn in _checks(offline):
-                _time(label, fn, args.repeat)
+            for label, fn in live_bench.checks(offline):
+                _show(live_bench.time_it(label, fn, args.repeat))
         finally:
-            with contextlib.suppress(errors.NotFound):
-                client.delete(f"/api/v1/namespaces/{NS}")
-    print(f"one live check (pod_phase): {medians['pod_phase [1 GET when live]'] * 1000:.2f} ms median", flush=True)
+            live_bench.cleanup(client)
+    print(f"one live check (pod_phase): {medians[live_bench.ONE_CHECK] * 1000:.2f} ms median", flush=True)
     return 0
 
 
