@@ -202,6 +202,41 @@ def mig_layout(model_name: str = "A100-SXM4-80GB", layout: str | Mapping[str, in
     return fig
 
 
+@dataclass(frozen=True)
+class Table:
+    """Rows of plain values that a notebook shows as an HTML table (and a terminal as text)."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+    def _repr_html_(self) -> str:
+        import html
+
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in self.rows)
+        return f"<table><tr>{head}</tr>{body}</table>"
+
+    def __str__(self) -> str:
+        widths = [max(len(c), *(len(r[i]) for r in self.rows)) for i, c in enumerate(self.columns)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(self.columns, widths))]
+        lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in self.rows]
+        return "\n".join(lines)
+
+
+def mig_profiles(model_name: str = "A100-SXM4-80GB") -> Table:
+    """The MIG profiles of a model as the GPU catalog stores them (the same data the placement chart draws)."""
+    model = _model(model_name)
+    if not model.mig_capable:
+        raise errors.ConfigError("MIG table", [f"{model.nvml_name} is not MIG capable"])
+    whole = max(p.compute_slices for p in model.mig_profiles)
+    rows = tuple((p.name, f"{p.compute_slices}/{whole}", f"{p.memory_slices}/{model.mig_memory_slices}",
+                  f"{p.memory_mib / 1024:.1f} GiB", str(p.multiprocessors), str(p.max_count),
+                  ", ".join(map(str, p.starts)), f"nvidia.com/mig-{p.resource_suffix}") for p in model.mig_profiles)
+    columns = ("profile", "compute", "memory slices", "memory", "SMs", "max per GPU", "valid starts",
+               "resource (mixed strategy)")
+    return Table(columns, rows)
+
+
 def _wanted(model: catalog.GpuModel, layout: str | Mapping[str, int]) -> tuple[dict[str, int], str]:
     if isinstance(layout, str):
         configs = catalog.default_mig_configs(model)
