@@ -73,9 +73,12 @@ def write(
     return path
 
 
-def _materialise(data_b64: str, suffix: str) -> str:
+def _materialise(data_b64: Any, suffix: str, source: Path | str, where: str) -> str:
     """Write embedded PEM data to a private cache file (content-addressed, so repeated loads reuse it)."""
-    raw = base64.b64decode(data_b64)
+    try:
+        raw = base64.b64decode("".join(str(data_b64).split()), validate=True)
+    except ValueError as exc:  # binascii.Error is a ValueError
+        raise errors.ConfigError(str(source), [f"{where}: not valid base64 ({exc})"]) from exc
     directory = Path(tempfile.gettempdir()) / f"gpulab-{os.getuid()}-certs"
     directory.mkdir(mode=0o700, exist_ok=True)
     path = directory / (hashlib.sha256(raw).hexdigest()[:24] + suffix)
@@ -110,17 +113,21 @@ def load(path: Path | str, context: str | None = None) -> Connection:
     ctx = _named(doc.get("contexts"), ctx_name, "context", path)
     cl = _named(doc.get("clusters"), str(ctx.get("cluster")), "cluster", path)
     user = _named(doc.get("users"), str(ctx.get("user")), "user", path)
+    cl_where, user_where = f"clusters[{ctx.get('cluster')}].cluster", f"users[{ctx.get('user')}].user"
+    if not isinstance(cl.get("server"), str) or not cl["server"].startswith(("https://", "http://")):
+        raise errors.ConfigError(str(path), [f"{cl_where}.server: missing or not an http(s) URL "
+                                             f"({cl.get('server')!r})"])
     ca = cl.get("certificate-authority")
     if cl.get("certificate-authority-data"):
-        ca = _materialise(cl["certificate-authority-data"], ".ca.pem")
+        ca = _materialise(cl["certificate-authority-data"], ".ca.pem", path, f"{cl_where}.certificate-authority-data")
     cert = user.get("client-certificate")
     key = user.get("client-key")
     if user.get("client-certificate-data"):
-        cert = _materialise(user["client-certificate-data"], ".crt.pem")
+        cert = _materialise(user["client-certificate-data"], ".crt.pem", path, f"{user_where}.client-certificate-data")
     if user.get("client-key-data"):
-        key = _materialise(user["client-key-data"], ".key.pem")
+        key = _materialise(user["client-key-data"], ".key.pem", path, f"{user_where}.client-key-data")
     return Connection(
-        server=str(cl.get("server", "")),
+        server=cl["server"],
         ca_file=ca,
         cert_file=cert,
         key_file=key,

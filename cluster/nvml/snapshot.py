@@ -193,3 +193,63 @@ def _mig_devices(nv: Any, h: Any, snap: DeviceSnapshot) -> None:
 def _gi_info(nv: Any, h: Any, gi_id: int) -> dict[str, Any]:
     info = nv.nvmlGpuInstanceGetInfo(nv.nvmlDeviceGetGpuInstanceById(h, gi_id))
     return {"profileId": info.profileId, "placement": {"start": info.placement.start, "size": info.placement.size}}
+
+
+# -- reading recorded snapshots ------------------------------------------------------------------------------
+
+_WORDS: dict[type, str] = {dict: "an object", list: "a list", str: "text", int: "a whole number",
+                           float: "a number", bool: "true/false"}
+_DEVICE_SHAPES: dict[str, tuple[type, ...]] = {
+    "name": (str,), "uuid": (str,), "memory": (dict,), "pci": (dict,), "migMode": (list,), "processes": (list,),
+    "computeMode": (int,), "migDevices": (list,), "gpuInstances": (dict,), "giProfiles": (dict,),
+    "possiblePlacements": (dict,), "pciClass": (str,), "maxMigDeviceCount": (int,),
+}
+
+
+def problems(doc: Any) -> list[str]:
+    """Every way a recorded snapshot (``gpulab probe --json`` or a bare snapshot) differs from what we read.
+
+    Each problem names its path (``devices[0].memory``). A field may hold its NVML error (``{"error": N}``)
+    instead of a value, as ``take`` records it. An empty list means the probe code can read the document.
+    """
+    if not isinstance(doc, dict):
+        return ["(root): must be a JSON object (a `gpulab probe --json` document or an NVML snapshot)"]
+    out: list[str] = []
+    schema = doc.get("schema")
+    if schema != SCHEMA:
+        out.append(f"schema: must be {SCHEMA!r}, got {schema!r}" + (" (written by a newer gpulab?)"
+                                                                     if str(schema).startswith("gpulab.nvml") else ""))
+    if "initError" in doc:
+        if not isinstance(doc["initError"], int) or isinstance(doc["initError"], bool):
+            out.append("initError: must be an NVML error code (a whole number)")
+        return out
+    devices = doc.get("devices")
+    if not isinstance(devices, list):
+        return out + ["devices: must be a list of recorded GPUs"]
+    for i, dev in enumerate(devices):
+        out += _device_problems(f"devices[{i}]", dev)
+    return out
+
+
+def _device_problems(where: str, dev: Any) -> list[str]:
+    if not isinstance(dev, dict):
+        return [f"{where}: must be an object describing one GPU"]
+    out = []
+    if not isinstance(dev.get("index"), int) or isinstance(dev.get("index"), bool):
+        out.append(f"{where}.index: must be a whole number")
+    for key, kinds in _DEVICE_SHAPES.items():
+        value = dev.get(key)
+        if value is None or _is_error(value) or isinstance(value, kinds):
+            continue
+        out.append(f"{where}.{key}: must be {' or '.join(_WORDS[k] for k in kinds)} or an NVML error, "
+                   f"got {_WORDS.get(type(value), type(value).__name__)}")
+    memory = dev.get("memory")
+    if isinstance(memory, dict) and not isinstance(memory.get("total"), int):
+        out.append(f"{where}.memory.total: must be a whole number of bytes")
+    pci = dev.get("pci")
+    if isinstance(pci, dict) and not isinstance(pci.get("pciDeviceId"), int):
+        out.append(f"{where}.pci.pciDeviceId: must be a whole number")
+    mig_mode = dev.get("migMode")
+    if isinstance(mig_mode, list) and len(mig_mode) != 2:
+        out.append(f"{where}.migMode: must be [current, pending]")
+    return out

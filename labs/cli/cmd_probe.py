@@ -20,7 +20,7 @@ from cluster.gpu import advertise
 from cluster.gpu import device_plugin_config as dpc
 from cluster.nvml import drift as drift_mod
 from cluster.nvml import errors as nvml_errors
-from cluster.nvml import node_source, probe as probe_mod
+from cluster.nvml import node_source, probe as probe_mod, snapshot
 
 
 def _load_config(path: str | None, strategy: str | None) -> tuple[dpc.DevicePluginConfig, str]:
@@ -35,8 +35,17 @@ def _replay(path: str) -> probe_mod.ProbeResult:
         doc = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise errors.ConfigError(path, [f"cannot read a recorded probe: {exc}"]) from exc
-    snap = doc.get("probe", {}).get("snapshot", doc) if isinstance(doc, dict) else {}
-    return probe_mod.from_snapshot(snap)
+    snap = doc.get("probe", {}).get("snapshot", doc) if isinstance(doc, dict) else doc
+    found = snapshot.problems(snap)
+    if found:
+        raise errors.ConfigError(path, found, hint="replay a file written by `gpulab probe --json`")
+    try:
+        return probe_mod.from_snapshot(snap)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        # The shape checks above cover the fields every GPU has; this catches a damaged MIG detail.
+        raise errors.ConfigError(path, [f"devices: a recorded value has an unexpected shape "
+                                        f"({type(exc).__name__}: {exc})"],
+                                 hint="replay a file written by `gpulab probe --json`") from exc
 
 
 def _document(result: probe_mod.ProbeResult, ad: advertise.Advertisement, strategy: str,
