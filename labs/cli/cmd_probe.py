@@ -35,7 +35,8 @@ def _replay(path: str) -> probe_mod.ProbeResult:
         doc = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise errors.ConfigError(path, [f"cannot read a recorded probe: {exc}"]) from exc
-    snap = doc.get("probe", {}).get("snapshot", doc) if isinstance(doc, dict) else doc
+    recorded = doc.get("probe") if isinstance(doc, dict) else None
+    snap = recorded.get("snapshot", doc) if isinstance(recorded, dict) else doc
     found = snapshot.problems(snap)
     if found:
         raise errors.ConfigError(path, found, hint="replay a file written by `gpulab probe --json`")
