@@ -33,6 +33,8 @@ def read_yaml(path: Path) -> object:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise errors.BankError(str(path), [f"cannot read the file: {exc.strerror or exc}"]) from exc
+    except UnicodeDecodeError as exc:
+        raise errors.BankError(str(path), [f"byte {exc.start}: not UTF-8 text (a quiz bank is a YAML text file)"]) from exc
     yaml = YAML(typ="rt")
     try:
         return yaml.load(text)
