@@ -8,7 +8,7 @@ The public API (stable; notebooks and nbgrader use only this):
   copy its starter files into ``workdir`` (default ``./gpulab-labs/<id>``).
 - ``attach(lab_id, *, kubeconfig=None) -> Lab``: the lab started earlier, without setting it up again.
 - ``Lab``: ``check(*, wait=10.0) -> Report``, ``solve()``, ``reset()``, ``submit(path=None) -> Path``,
-  ``apply(*files)``, ``file(name) -> Path``, ``progress(report)``, ``snapshot()``, ``widget()``, ``tasks``.
+  ``stop()``, ``apply(*files)``, ``file(name) -> Path``, ``progress(report)``, ``snapshot()``, ``widget()``, ``tasks``.
 - ``grade(lab_id, submission, *, bundle=None, live=False, kubeconfig=None) -> Report``: grade a folder of
   files and/or an evidence bundle offline (or against the live cluster).
 - ``grade_batch(lab_id, folder, csv_path=None) -> BatchResult``: one submission per subfolder, into a CSV.

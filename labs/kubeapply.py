@@ -7,6 +7,7 @@ is returned as a result, because for a learner it is a lesson, not a crash.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,7 @@ from cluster import errors
 from cluster.kube import client as client_mod
 from cluster.kube.client import Client
 
+REPLACE_TIMEOUT = 15.0
 CLUSTER_SCOPED = frozenset({
     "Namespace", "Node", "PriorityClass", "DeviceClass", "ResourceSlice", "ClusterPolicy", "ClusterRole",
     "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume", "StorageClass", "RuntimeClass",
@@ -63,13 +65,16 @@ def apply_one(client: Client, obj: dict[str, Any]) -> Applied:
     except errors.ApiError as exc:
         if not (existed and obj["kind"] == "Pod" and exc.status == 422):
             return Applied(ref, False, exc.api_message)
-    # A pod's spec cannot change in place: replace it, as `kubectl replace --force` would.
+    # A pod's spec cannot change in place: replace it, as `kubectl replace --force` would. The old pod must be
+    # gone before the new one is created, or the create lands on the terminating object.
+    delete(client, path)
+    deadline = time.monotonic() + REPLACE_TIMEOUT
+    while client.exists(path):
+        if time.monotonic() > deadline:
+            return Applied(ref, False, f"the old pod was still being deleted after {REPLACE_TIMEOUT:.0f} s")
+        time.sleep(0.1)
     try:
-        client.delete(path, gracePeriodSeconds=0)
-    except errors.NotFound:
-        pass
-    try:
-        client.apply(path, obj)
+        client.create(path.rsplit("/", 1)[0], obj)
     except errors.ApiError as exc:
         return Applied(ref, False, exc.api_message)
     return Applied(ref, True, "replaced")

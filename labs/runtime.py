@@ -89,6 +89,11 @@ class Lab:
             stale.replace(backup / stale.name)
         self.setup(fresh=True)
 
+    def stop(self) -> None:
+        """Leave the lab: delete its namespaces and objects and turn the GPU knobs back (your files stay)."""
+        with self.client() as client:
+            scope.leave(client, self.spec.scope)
+
     def apply(self, *names: str) -> list[kubeapply.Applied]:
         """Apply the learner's files (all linted manifests when none are named); refusals are results."""
         out: list[kubeapply.Applied] = []

@@ -45,6 +45,21 @@ def normalize(client: Client, scope: Scope) -> None:
         _baseline(client)
     for ns in scope.namespaces:
         _empty_namespace(client, ns)
+    _knobs(client, scope)
+
+
+def leave(client: Client, scope: Scope) -> None:
+    """Undo the lab: its namespaces deleted, its objects removed, the knobs it turned back to their defaults.
+
+    The operator's presence is left as it is (installing or removing it is for the next lab to decide)."""
+    if scope.baseline:
+        _baseline(client)
+    for ns in scope.namespaces:
+        kubeapply.delete(client, f"/api/v1/namespaces/{ns}")
+    _knobs(client, scope)
+
+
+def _knobs(client: Client, scope: Scope) -> None:
     for ref in scope.objects:
         kubeapply.delete(client, kubeapply.object_path(ref.api_version, ref.kind, ref.name, ref.namespace))
     nodes = {n: client.get(f"/api/v1/nodes/{n}") for n in sorted({*scope.node_labels, *scope.faults})}

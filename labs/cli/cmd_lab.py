@@ -1,4 +1,4 @@
-"""``gpulab lab list|show|start|apply|check|solve|reset|submit`` and ``gpulab grade``.
+"""``gpulab lab list|show|start|apply|check|solve|reset|submit|stop`` and ``gpulab grade``.
 
 ``gpulab grade`` is for instructors' scripts: exit code 0 whenever grading ran, whatever the learner scored;
 1 (one message, no traceback) only when grading itself could not run. ``--json`` prints exactly
@@ -111,6 +111,15 @@ def reset_cmd(lab_id: str) -> None:
     lab = labs.attach(lab_id)
     lab.reset()
     click.echo(f"lab {lab.id} is back at its start; backups are in {lab.workdir / runtime.BACKUPS}")
+
+
+@lab_group.command("stop")
+@click.argument("lab_id")
+def stop_cmd(lab_id: str) -> None:
+    """Leave the lab: delete what it created on the cluster and turn the GPU settings back (files stay)."""
+    lab = labs.attach(lab_id)
+    lab.stop()
+    click.echo(f"lab {lab.id} stopped; your files are still in {lab.workdir}")
 
 
 @lab_group.command("submit")

@@ -84,3 +84,50 @@ def test_fixtures_name_real_checks() -> None:
         ids = {c.id for c in labs.get(case.parent.name).checks}
         expected = yaml.safe_load((case / "expected.yaml").read_text())
         assert set(expected["failing"]) <= ids, case
+
+
+BUNDLES = FIXTURES / "bundles"
+
+
+@pytest.mark.parametrize("lab_id", labs.list_labs())
+def test_recorded_solved_bundle_scores_full_marks_offline(lab_id: str) -> None:
+    """A bundle recorded after ``solve`` (``bundles/record.py``) passes every check, cluster checks included."""
+    report = labs.grade(lab_id, BUNDLES / f"{lab_id}.solved.json")
+    spec = labs.get(lab_id)
+    assert len(report.checks) == len(spec.checks) and any(c.cluster for c in spec.checks)
+    assert report.passed and report.score == report.max_score == spec.max_score, \
+        [(c.id, c.message) for c in report.checks if not c.passed]
+
+
+@pytest.mark.parametrize("lab_id", labs.list_labs())
+def test_recorded_untouched_bundle_fails_cluster_checks_with_hints(lab_id: str) -> None:
+    spec = labs.get(lab_id)
+    report = labs.grade(lab_id, BUNDLES / f"{lab_id}.unsolved.json")
+    cluster = {c.id for c in spec.checks if c.cluster}
+    failed = [c for c in report.checks if not c.passed and c.id in cluster]
+    assert failed and all(c.hint and "timed out" not in c.message for c in failed)
+
+
+def test_a_bundle_of_another_lab_is_refused() -> None:
+    from cluster import errors
+
+    with pytest.raises(errors.ConfigError, match="is evidence for lab '03-scheduling', not 02-gpu-operator"):
+        labs.grade("02-gpu-operator", BUNDLES / "03-scheduling.solved.json")
+
+
+def test_offline_grading_is_deterministic_byte_for_byte() -> None:
+    from graders.render import json as render
+
+    first = render.report(labs.grade("04a-time-slicing", BUNDLES / "04a-time-slicing.unsolved.json"))
+    second = render.report(labs.grade("04a-time-slicing", BUNDLES / "04a-time-slicing.unsolved.json"))
+    assert first == second and '"score"' in first
+
+
+def test_folder_files_win_over_the_bundle_copies(tmp_path: Path) -> None:
+    """A folder with evidence.json: the cluster checks read the bundle, the file checks read the folder."""
+    sub = _submission("01-device-plugins", tmp_path)
+    shutil.copyfile(BUNDLES / "01-device-plugins.solved.json", sub / "evidence.json")
+    (sub / "answers.yaml").write_text((sub / "answers.yaml").read_text().replace("capacity: 4", "capacity: 3"))
+    report = labs.grade("01-device-plugins", sub)
+    assert [c.id for c in report.checks if not c.passed] == ["capacity-stays"]
+    assert len(report.checks) == len(labs.get("01-device-plugins").checks)
