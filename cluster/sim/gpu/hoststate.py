@@ -8,6 +8,7 @@ Plain data: this module must not talk to a cluster.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -115,15 +116,23 @@ def layout_annotation(layouts: Sequence[mig.GpuLayout]) -> str:
 
 def inventory_of(node: Mapping[str, Any], *, with_faults: bool = True) -> inventory.NodeInventory | None:
     """The node's GPUs as NVML would report them, or ``None`` for a node without GPUs."""
+    ann = node_annotations(node)
+    return _inventory(str(node["metadata"]["name"]), ann.get(nodes.HARDWARE_ANNOTATION, ""),
+                      ann.get(names.MIG_LAYOUT, ""), ann.get(names.FAULTS, "") if with_faults else "")
+
+
+@functools.lru_cache(maxsize=8192)
+def _inventory(name: str, hw_text: str, layout_text: str, faults_text: str) -> inventory.NodeInventory | None:
+    """Built once per distinct (node, hardware, layout, faults): every reconcile and metrics sample asks again."""
+    node = {"metadata": {"name": name, "annotations": {nodes.HARDWARE_ANNOTATION: hw_text, names.MIG_LAYOUT: layout_text,
+                                                       names.FAULTS: faults_text}}}
     hw = hardware(node)
     if hw.model is None or hw.count == 0:
         return None
-    name = str(node["metadata"]["name"])
     layout = {i: p for i, p in mig_layout(node).items() if 0 <= i < hw.count}
     inv = inventory.simulated_inventory(name, hw.model, hw.count, layouts=layout)
-    if with_faults:
-        unhealthy = {i for i in faults(node).unhealthy if 0 <= i < hw.count}
-        if unhealthy:
-            inv = advertise_mod.with_health(inv, unhealthy)
+    unhealthy = {i for i in faults(node).unhealthy if 0 <= i < hw.count}
+    if unhealthy:
+        inv = advertise_mod.with_health(inv, unhealthy)
     return inv
 

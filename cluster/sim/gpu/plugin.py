@@ -71,7 +71,13 @@ def _load_cached(key: str | None, text: str | None, mig_strategy: str, mps_root:
 def advertisement(inv: inventory.NodeInventory, choice: ConfigChoice) -> advertise_mod.Advertisement | None:
     if choice.config is None:
         return None
-    return advertise_mod.advertise(inv, choice.config, choice.config.flags.mig_strategy)
+    return _advertise(inv, choice.config)
+
+
+@functools.lru_cache(maxsize=8192)
+def _advertise(inv: inventory.NodeInventory, config: dpc.DevicePluginConfig) -> advertise_mod.Advertisement:
+    """Cached per (inventory, config): the reconcile that follows the stack's own patch asks the same question."""
+    return advertise_mod.advertise(inv, config, config.flags.mig_strategy)
 
 
 def is_extended(resource: str) -> bool:

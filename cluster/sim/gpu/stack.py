@@ -81,6 +81,7 @@ class Stack:
         if not self.world.set_policy(obj):
             return
         log.info("ClusterPolicy %s", "removed" if obj is None else "changed")
+        self._enqueue_gpu_nodes()  # nodes first: DaemonSet bookkeeping must not delay what learners watch
         await self.operator.sync_workloads()
         if self.world.policy is not None and not self._endpoint_published:
             try:
