@@ -1,0 +1,116 @@
+"""``gpulab grade`` for instructors' scripts and ``gpulab lab list|show``: exact JSON, exit codes, batch CSV.
+
+Exit code 0 whenever grading ran (whatever the learner scored); 1 with one message and no traceback when
+grading itself could not run. Batch grading keeps going past broken submissions and reports them all.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from labs.cli import main
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
+BUNDLES = ROOT / "tests" / "fixtures" / "labs" / "bundles"
+LAB = "03-scheduling"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main.main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_grade_json_has_exactly_the_documented_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "grade", LAB, "--submission", str(BUNDLES / f"{LAB}.solved.json"), "--json")
+    data = json.loads(out)
+    assert code == 0 and set(data) == {"lab", "passed", "score", "max_score", "checks"}
+    assert all(set(c) == {"id", "passed", "points", "message", "hint"} for c in data["checks"])
+    assert data["passed"] is True and data["score"] == data["max_score"] == 18
+
+
+def test_a_failing_learner_is_still_exit_code_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "grade", LAB, "--submission", str(ROOT / "labs" / LAB / "starter"), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["passed"] is False and data["score"] < data["max_score"]
+    assert all(c["hint"] for c in data["checks"] if not c["passed"])
+
+
+def test_folder_plus_bundle_grades_cluster_checks_too(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "grade", LAB, "--submission", str(ROOT / "labs" / LAB / "solution"),
+                       "--bundle", str(BUNDLES / f"{LAB}.unsolved.json"), "--json")
+    data = json.loads(out)
+    failed = {c["id"] for c in data["checks"] if not c["passed"]}
+    assert code == 0 and failed == {"stuck-runs", "fixed-pods-run", "quota-in-force", "team-has-two-pods",
+                                    "urgent-runs"}
+
+
+@pytest.mark.parametrize("args", [
+    ["grade", LAB, "--submission", "/nonexistent/folder", "--json"],
+    ["grade", "99-nope", "--submission", "."],
+    ["grade", LAB],
+    ["grade", LAB, "--submission", ".", "--batch", "."],
+])
+def test_broken_grading_is_one_message_and_exit_one_or_two(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
+    code, out, err = run(capsys, *args)
+    assert code in (1, 2) and "Traceback" not in out + err and (out + err).strip()
+
+
+def test_a_damaged_bundle_is_a_clear_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad = tmp_path / "evidence.json"
+    bad.write_text('{"kind": "gpulab.dev/EvidenceBundle", "bundleVersion": 99}')
+    code, out, err = run(capsys, "grade", LAB, "--submission", str(bad), "--json")
+    assert code == 1 and "Traceback" not in err and "newer" in err.lower()
+
+
+def test_batch_keeps_going_past_broken_submissions(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Four submissions: full marks (folder + bundle), starter files, a bundle alone, and a damaged bundle."""
+    batch = tmp_path / "batch"
+    good = batch / "alice"
+    shutil.copytree(ROOT / "labs" / LAB / "solution", good)
+    shutil.copyfile(BUNDLES / f"{LAB}.solved.json", good / "evidence.json")
+    shutil.copytree(ROOT / "labs" / LAB / "starter", batch / "bob")
+    shutil.copyfile(BUNDLES / f"{LAB}.unsolved.json", batch / "carol.json")
+    (batch / "dave").mkdir()
+    (batch / "dave" / "evidence.json").write_text("not json at all")
+    code, out, _ = run(capsys, "grade", LAB, "--batch", str(batch))
+    assert code == 0
+    assert "4 submissions" in out and "1 full marks" in out and "1 could not be graded" in out and "dave" in out
+    rows = list(csv.DictReader((batch / f"grades-{LAB}.csv").open()))
+    by = {r["submission"]: r for r in rows}
+    assert set(by) == {"alice", "bob", "carol.json", "dave"}
+    assert by["alice"]["score"] == "18" and by["alice"]["passed"] == "true" and by["alice"]["urgent-runs"] == "1"
+    assert by["bob"]["passed"] == "false" and by["bob"]["urgent-runs"] == ""  # static-only: not graded
+    assert by["carol.json"]["urgent-runs"] == "0"
+    assert by["dave"]["score"] == "" and by["dave"]["error"]
+
+
+def test_batch_json_summary(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    batch = tmp_path / "b"
+    batch.mkdir()
+    shutil.copyfile(BUNDLES / f"{LAB}.solved.json", batch / "one.json")
+    code, out, _ = run(capsys, "grade", LAB, "--batch", str(batch), "--json", "--csv", str(tmp_path / "g.csv"))
+    data = json.loads(out)
+    assert code == 0 and data["graded"] == 1 and data["broken"] == 0 and (tmp_path / "g.csv").is_file()
+
+
+def test_lab_list_and_show(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "lab", "list", "--json")
+    listed = json.loads(out)
+    assert code == 0 and [l["id"] for l in listed][:2] == ["01-device-plugins", "02-gpu-operator"]
+    code, out, _ = run(capsys, "lab", "show", "04a-time-slicing")
+    assert code == 0 and "Three inference workers on one GPU" in out
+
+
+def test_lab_commands_on_a_lab_never_started_say_how_to_start_it(capsys: pytest.CaptureFixture[str],
+                                                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPULAB_STATE_DIR", str(tmp_path))
+    code, _, err = run(capsys, "lab", "check", "05-dra")
+    assert code == 1 and "has not been started" in err and "gpulab lab start 05-dra" in err
