@@ -98,10 +98,10 @@ def grade(lab_id: str, submission: Path, *, bundle: Path | None = None, live: bo
         from cluster import backends
 
         with Client.from_kubeconfig(kubeconfig or backends.current().kubeconfig()) as client:
-            return run_checks(spec, evidence.Evidence(sub.files, spec.lint_files, fleet, LiveView(client),
+            return run_checks(spec, evidence.Evidence(sub.files, spec.linted, fleet, LiveView(client),
                                                       compile_cel=compile_cel))
     cluster = sub.bundle.view() if sub.bundle else None
-    return run_checks(spec, evidence.Evidence(sub.files, spec.lint_files, fleet, cluster, compile_cel=compile_cel))
+    return run_checks(spec, evidence.Evidence(sub.files, spec.linted, fleet, cluster, compile_cel=compile_cel))
 
 
 @dataclass(frozen=True)

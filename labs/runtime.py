@@ -115,7 +115,7 @@ class Lab:
 
     def _evidence(self, cluster: ClusterView | None) -> evidence.Evidence:
         files = evidence.read_files(self.workdir, self.spec.files)
-        return evidence.Evidence(files, self.spec.lint_files, grading.fleet_facts(self.spec.fleet), cluster)
+        return evidence.Evidence(files, self.spec.linted, grading.fleet_facts(self.spec.fleet), cluster)
 
     def check(self, *, wait: float = 10.0) -> Report:
         """Grade the working folder against the live cluster; cluster checks are retried for up to ``wait`` s."""

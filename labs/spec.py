@@ -126,12 +126,18 @@ class LabSpec:
     solve: tuple[steps.Step, ...]
     tasks: tuple[Task, ...]
     files: tuple[str, ...]  # the learner's files (copied from starter/)
-    lint_files: tuple[str, ...]  # files the static rules read
+    lint_files: tuple[str, ...]  # the learner's manifests (applied by lab.apply, open to the static rules)
     directory: Path
 
     @property
     def checks(self) -> tuple[CheckSpec, ...]:
         return tuple(c for t in self.tasks for c in t.checks)
+
+    @property
+    def linted(self) -> tuple[str, ...]:
+        """The manifests some ``lint`` check reads: the only ones grading runs the static rules on."""
+        wanted = {f for c in self.checks for f in getattr(c.rule, "lint_inputs", ())}
+        return tuple(f for f in self.lint_files if f in wanted)
 
     @property
     def max_score(self) -> float:

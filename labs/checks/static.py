@@ -65,6 +65,10 @@ class LintRule:
             severity = "error"
         return cls(files, frozenset(rules), Severity(severity))
 
+    @property
+    def lint_inputs(self) -> tuple[str, ...]:
+        return self.files
+
     def evaluate(self, ev: evidence.Evidence) -> Outcome:
         missing = [n for n in self.files if n not in ev.files]
         if missing:
