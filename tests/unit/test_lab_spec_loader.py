@@ -190,3 +190,27 @@ def test_an_unknown_lab_names_the_known_ones() -> None:
     with pytest.raises(errors.ConfigError) as info:
         labs.get("03-schedulng")
     assert "there is no lab '03-schedulng'" in str(info.value) and "03-scheduling" in str(info.value)
+
+
+def test_every_hint_names_a_course_section_that_exists() -> None:
+    """Hints end with `Read: “<heading>” in “<module title>”.`; the heading is one of that module's notebook."""
+    import json
+    import re
+
+    from graders.messages import SECTION_TITLES
+
+    course = Path(__file__).resolve().parents[2] / "course"
+    headings: dict[str, set[str]] = {}
+    for nb in course.glob("0*.ipynb"):
+        cells = json.loads(nb.read_text())["cells"]
+        lines = [l for c in cells if c["cell_type"] == "markdown" for l in "".join(c["source"]).splitlines()]
+        titles = [re.sub(r"^#+\s*(\d+\.\s*)?", "", l).strip() for l in lines if l.startswith("#")]
+        module = next((t.split(": ", 1)[1] for t in titles if t.startswith("Module ")), "")
+        headings[module] = set(titles)
+    for lab_id in labs.list_labs():
+        for check in labs.get(lab_id).checks:
+            m = re.search(r"Read: “([^”]+)” in “([^”]+)”\.$", check.hint)
+            assert m, (lab_id, check.id, check.hint)
+            assert m.group(2) in SECTION_TITLES.values(), (lab_id, check.id, m.group(2))
+            if m.group(2) in headings:
+                assert m.group(1) in headings[m.group(2)], (lab_id, check.id, m.group(1))
