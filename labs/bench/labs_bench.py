@@ -125,12 +125,3 @@ def grading_throughput(recorded: Recorded, count: int, root: Path, tag: str = ""
         note = f"labs.grade_batch over evidence bundles of lab {LAB}, one submission at a time, CSV written"
     return Figure(f"offline grading throughput, {count} submissions{tag}", round(result.rate, 1), "submissions/s", 20.0,
                   higher_is_better=True, note=note)
-
-
-def notebook_figures(root: Path) -> list[Figure]:
-    from labs.bench.figures import not_measured
-
-    course = Path(__file__).resolve().parents[2] / "course"
-    notebooks = sorted(course.glob("*.ipynb")) if course.is_dir() else []
-    return [not_measured("whole course's notebooks executed", "s",
-                         f"{len(notebooks)} notebooks under course/; not wired into the benchmark yet")]

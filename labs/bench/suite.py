@@ -29,7 +29,7 @@ from pathlib import Path
 
 from cluster import binaries, errors, fleet as fleet_mod, progress as progress_mod
 from cluster.kube.client import Client
-from labs.bench import cluster_bench, gpu_bench, grading_bench, labs_bench, live_bench, reference
+from labs.bench import cluster_bench, gpu_bench, grading_bench, labs_bench, live_bench, notebooks_bench, reference
 from labs.bench.figures import Figure, Report, not_measured
 
 log = logging.getLogger(__name__)
@@ -188,9 +188,9 @@ def _scale_planned(plan: Plan) -> list[Figure]:
 
 def _notebooks(run: _Run) -> None:
     if run.plan.quick:
-        run.figures.append(not_measured("whole course's notebooks executed", "s", "not run with --quick (takes minutes)"))
+        run.figures.append(not_measured(notebooks_bench.TOTAL, "s", "not run with --quick (takes minutes)"))
         return
-    run.figures += labs_bench.notebook_figures(run.root)
+    notebooks_bench.run(run.root / "notebooks", run.figures)
 
 
 def machine() -> dict[str, object]:
@@ -220,8 +220,7 @@ def run(quick: bool = False, *, sections: Iterable[str] = SECTIONS,
         if "scale" in wanted:
             r.section(f"{plan.scale_nodes}-node fleet", lambda: _scale(r), _scale_planned(plan))
         if "notebooks" in wanted:
-            r.section("course notebooks", lambda: _notebooks(r), [Figure("whole course's notebooks executed",
-                                                                       None, "s")])
+            r.section("course notebooks", lambda: _notebooks(r), [Figure(notebooks_bench.TOTAL, None, "s")])
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return Report(quick, tuple(r.figures), reference.KIND, host, time.monotonic() - started, tuple(r.errors))
