@@ -8,7 +8,7 @@ PIP   := $(VENV)/bin/pip
 GPULAB := $(VENV)/bin/gpulab
 JUPYTER_PORT ?= 8888
 
-.PHONY: install system-deps python-deps binaries course test test-unit test-e2e lint
+.PHONY: install system-deps python-deps binaries course test test-unit test-e2e lint bench
 
 install: system-deps python-deps binaries
 
@@ -48,3 +48,7 @@ test-unit: python-deps
 lint: python-deps
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+
+# Every speed and memory figure beside its target (`make test` runs the quick one as an e2e test).
+bench: python-deps binaries
+	$(GPULAB) bench
