@@ -58,6 +58,7 @@ class LabWidget:
         self.lab = lab
         self.report: Report | None = None
         self.editors: dict[str, w.Textarea] = {}
+        self._synced: dict[str, str] = {}  # the text each editor and its file last agreed on
         self.result = w.HTML(value="<i>Press Check when you are ready.</i>")
         self.status = w.HTML(value="")
         self.progress = w.FloatProgress(value=0.0, min=0.0, max=max(lab.spec.max_score, 1.0), description="Score")
@@ -93,8 +94,8 @@ class LabWidget:
     def _editor(self, name: str) -> w.VBox:
         if name not in self.editors:
             path = self.lab.workdir / name
-            self.editors[name] = w.Textarea(value=path.read_text() if path.is_file() else "",
-                                            layout=w.Layout(width="100%", height="16em"))
+            self._synced[name] = path.read_text() if path.is_file() else ""
+            self.editors[name] = w.Textarea(value=self._synced[name], layout=w.Layout(width="100%", height="16em"))
         save = w.Button(description=f"Save {name}", icon="save")
         save.on_click(lambda _b: self.save(name))
         return w.VBox([self.editors[name], save])
@@ -102,13 +103,21 @@ class LabWidget:
     def save(self, name: str) -> None:
         """Write the editor's text to the learner's file."""
         self.lab.file(name).write_text(self.editors[name].value)
+        self._synced[name] = self.editors[name].value
         self.status.value = f"Saved {html.escape(name)}."
 
     def _save_all(self) -> None:
+        """Editors changed here are written to their files; files changed elsewhere (another editor, kubectl
+        edit of a copy, `lab.reset()`) are loaded into editors that were not touched. Neither side is lost."""
         for name, editor in self.editors.items():
             path = self.lab.file(name)
-            if not path.is_file() or path.read_text() != editor.value:
+            on_disk = path.read_text() if path.is_file() else ""
+            if editor.value != self._synced[name]:
                 path.write_text(editor.value)
+                self._synced[name] = editor.value
+            elif on_disk != self._synced[name]:
+                editor.value = on_disk
+                self._synced[name] = on_disk
 
     def apply(self) -> None:
         self._save_all()

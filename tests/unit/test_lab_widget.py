@@ -87,3 +87,14 @@ def test_instructions_markup() -> None:
     html = widget.instructions_html("1. Run `kubectl get <pods>`.\n2. Then this.\n\nNew paragraph.")
     assert html == ("<p>1. Run <code>kubectl get &lt;pods&gt;</code>.<br>2. Then this.</p>"
                     "<p>New paragraph.</p>")
+
+
+def test_files_edited_elsewhere_are_not_overwritten_by_untouched_editors(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    lab = offline_lab(tmp_path, monkeypatch)
+    view = widget.LabWidget(lab)
+    edited = (lab.spec.directory / "solution" / "quota.yaml").read_text()
+    (lab.workdir / "quota.yaml").write_text(edited)  # the learner used JupyterLab's own editor
+    view.check()
+    assert (lab.workdir / "quota.yaml").read_text() == edited
+    assert view.editors["quota.yaml"].value == edited  # and the widget now shows it
