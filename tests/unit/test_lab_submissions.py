@@ -131,3 +131,24 @@ def test_folder_files_win_over_the_bundle_copies(tmp_path: Path) -> None:
     report = labs.grade("01-device-plugins", sub)
     assert [c.id for c in report.checks if not c.passed] == ["capacity-stays"]
     assert len(report.checks) == len(labs.get("01-device-plugins").checks)
+
+
+@pytest.mark.parametrize("content", [
+    b"a: &a [" + b"x," * 50 + b"]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+    b"d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n",  # billion laughs
+    b"x" * (20 * 1024 * 1024),
+    bytes(range(256)) * 10,
+    b"[" * 10_000,
+    "spec:\n  tolerations:\n  - k\u0435y: nvidia.com/gpu\n".encode(),  # a Cyrillic e in a key
+])
+def test_hostile_files_are_failed_checks_never_crashes(content: bytes, tmp_path: Path) -> None:
+    import time
+
+    sub = _submission("03-scheduling", tmp_path)
+    for name in ("stuck.yaml", "answers.yaml", "quota.yaml"):
+        (sub / name).write_bytes(content)
+    started = time.perf_counter()
+    report = labs.grade("03-scheduling", sub)
+    assert time.perf_counter() - started < 5
+    failed = {c.id for c in report.checks if not c.passed}
+    assert {"stuck-tolerates-gpu-taint", "fractional-reason", "quota-allows-two"} <= failed
