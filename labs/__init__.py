@@ -7,7 +7,7 @@ The public API (stable; notebooks and nbgrader use only this):
 - ``start(lab_id, *, workdir=None, kubeconfig=None, fresh=False) -> Lab``: set the lab up on the cluster and
   copy its starter files into ``workdir`` (default ``./gpulab-labs/<id>``).
 - ``attach(lab_id, *, kubeconfig=None) -> Lab``: the lab started earlier, without setting it up again.
-- ``Lab``: ``check(*, wait=10.0) -> Report``, ``solve()``, ``reset()``, ``submit(path=None) -> Path``,
+- ``Lab``: ``check(*, wait=5.0) -> Report``, ``solve()``, ``reset()``, ``submit(path=None) -> Path``,
   ``stop()``, ``apply(*files)``, ``file(name) -> Path``, ``progress(report)``, ``snapshot()``, ``widget()``, ``tasks``.
 - ``grade(lab_id, submission, *, bundle=None, live=False, kubeconfig=None) -> Report``: grade a folder of
   files and/or an evidence bundle offline (or against the live cluster).

@@ -117,7 +117,7 @@ class Lab:
         files = evidence.read_files(self.workdir, self.spec.files)
         return evidence.Evidence(files, self.spec.linted, grading.fleet_facts(self.spec.fleet), cluster)
 
-    def check(self, *, wait: float = 10.0) -> Report:
+    def check(self, *, wait: float = 5.0) -> Report:
         """Grade the working folder against the live cluster; cluster checks are retried for up to ``wait`` s."""
         with self.client() as client:
             ev = self._evidence(LiveView(client))

@@ -130,7 +130,7 @@ class LabWidget:
                        for r in results)
         self.status.value = f"<ul>{rows}</ul>"
 
-    def check(self, wait: float = 10.0) -> Report | None:
+    def check(self, wait: float = 5.0) -> Report | None:
         self._save_all()
         self.status.value = "Checking..."
         try:

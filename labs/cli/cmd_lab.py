@@ -84,7 +84,7 @@ def apply_cmd(lab_id: str, files: tuple[str, ...]) -> None:
 
 @lab_group.command("check")
 @click.argument("lab_id")
-@click.option("--wait", default=10.0, show_default=True, help="Seconds to wait for the cluster to catch up.")
+@click.option("--wait", default=5.0, show_default=True, help="Seconds to wait for the cluster to catch up.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def check_cmd(lab_id: str, wait: float, as_json: bool) -> None:
     """Check your files and the cluster; failed checks come with a hint."""

@@ -25,7 +25,7 @@ def offline_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lab_id: str = "
     shutil.copytree(spec.directory / "starter", work)
     lab = runtime.Lab(spec, work)
 
-    def check(*, wait: float = 10.0) -> Report:
+    def check(*, wait: float = 5.0) -> Report:
         shutil.copyfile(BUNDLES / f"{lab_id}.unsolved.json", work / "evidence.json")
         return labs.grade(lab_id, work)
 
