@@ -62,6 +62,9 @@ def install(client: Client, *, wait: bool = True, timeout: float = 90.0) -> str:
     if client.exists(NS_PATH) and client.get(NS_PATH).get("status", {}).get("phase") == "Terminating":
         _wait("the previous gpu-operator namespace to go away", lambda: not client.exists(NS_PATH), 60,
               "gpulab gpu-operator status")
+    if client.exists(CRD_PATH) and client.get(CRD_PATH)["metadata"].get("deletionTimestamp"):
+        _wait("the previous ClusterPolicy CRD to be deleted", lambda: not client.exists(CRD_PATH), 60,
+              "gpulab gpu-operator status")
     _create(client, "/api/v1/namespaces", manifests.namespace())
     _create(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", manifests.crd())
     _wait("the ClusterPolicy CRD to be established", lambda: _established(client), 30, "gpulab status")
@@ -92,6 +95,8 @@ def uninstall(client: Client, *, timeout: float = 90.0) -> None:
         client.delete(CRD_PATH)
     except errors.NotFound:
         pass
+    _wait("the ClusterPolicy CRD to be deleted", lambda: not client.exists(CRD_PATH), timeout,
+          "gpulab status (the API server removes the CRD once its objects are gone)")
     _strip_nodes(client)
     for s in client.get(dra.SLICES_PATH, fieldSelector=f"spec.driver={names.DRA_DRIVER}").get("items", []):
         try:

@@ -72,17 +72,22 @@ class NodeReconciler:
         await self.mig.handle(name, decision)
 
     async def _apply(self, name: str, plan: nodeplan.NodePlan) -> None:
+        """One PATCH on the node's status subresource: a node's status PATCH may also carry labels and annotations,
+        so the device registry, GFD labels and resources change together (and cost one write, one watch event)."""
+        body: dict[str, Any] = {}
+        meta: dict[str, Any] = {}
+        if plan.labels:
+            meta["labels"] = plan.labels
+        if plan.annotations:
+            meta["annotations"] = plan.annotations
+        if meta:
+            body["metadata"] = meta
+        if plan.capacity or plan.allocatable:
+            body["status"] = {"capacity": plan.capacity, "allocatable": plan.allocatable}
+        if not body:
+            return
         try:
-            if plan.labels or plan.annotations:
-                meta: dict[str, Any] = {}
-                if plan.labels:
-                    meta["labels"] = plan.labels
-                if plan.annotations:
-                    meta["annotations"] = plan.annotations
-                await self.client.patch(f"/api/v1/nodes/{name}", {"metadata": meta})
-            if plan.capacity or plan.allocatable:
-                await self.client.patch(f"/api/v1/nodes/{name}/status",
-                                        {"status": {"capacity": plan.capacity, "allocatable": plan.allocatable}})
+            await self.client.patch(f"/api/v1/nodes/{name}/status", body)
         except errors.NotFound:
             return
 
