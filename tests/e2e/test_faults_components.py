@@ -1,10 +1,10 @@
 """Killing any component in the middle of a lab loses nothing, and `gpulab up` brings the cluster back.
 
-The lab in progress: the GPU Operator is installed, one A100 node is switched to a 4x time-slicing config by
-its device-plugin label (a task done), and the learner's namespace holds a ConfigMap of answers and a running
-pod on a shared GPU (another task done). Each test SIGKILLs one control-plane component or agent, checks that
-`gpulab status` names it, runs `gpulab up`, then checks that every object and every effect of the lab is as it
-was and that new work still runs (the scheduler, the kubelet stand-ins and the GPU stack all answer).
+The lab in progress is the real lab 04a (time-slicing), started and worked through the public runtime: the
+plugin ConfigMap, the ClusterPolicy pointing at it, t4-0 relabelled, three inference workers sharing its GPU,
+a fourth and a fifth that cannot fit. Each test SIGKILLs one control-plane component or agent, checks that
+`gpulab status` names it, runs `gpulab up`, then checks that the lab's progress (every check that passed
+before) still passes, that the workers kept their node and their GPU, and that new GPU work still runs.
 """
 
 from __future__ import annotations
@@ -14,52 +14,63 @@ import os
 import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import labs
 from cluster.backends.local import AGENTS, CONTROL_PLANE
 from cluster.kube.client import Client
-from cluster.sim.gpu import names
 from cluster.testing import LocalCluster, wait_for
-from gpu_e2e import (configmap, create_pod, delete, ext, gpu_operator, gpu_pod, label, set_device_plugin_config,
-                     visible_devices, wait_ext, wait_phase)
+from gpu_e2e import create_pod, delete, ext, gpu_operator, gpu_pod, visible_devices, wait_phase
 
 __all__ = ["gpu_operator"]
 
-NODE = "a100-1"
-CM = "faults-plugin-config"
-TS4 = ("version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n"
-       "    - name: nvidia.com/gpu\n      replicas: 4\n")
-SHARED = {"nvidia.com/gpu.shared": "16"}
+LAB = "04a-time-slicing"
+NS = "lab-04a"
+WORKERS = ("inference-worker-1", "inference-worker-2", "inference-worker-3", "inference-worker-4")
+NEW_WORK_NODE = "a100-0"  # the policy's default config makes its GPUs shared too
 
 
 @dataclass(frozen=True)
-class Lab:
-    namespace: str
-    node: str
-    devices: str
+class InProgress:
+    lab: labs.Lab
+    passed: frozenset[str]
+    placed: dict[str, tuple[str, str]]  # worker -> (node, visible devices)
+
+
+def _worker_pod(c: Client, worker: str) -> dict[str, Any]:
+    """The Running pod of a worker: a bare pod of that name, or the pod of the Deployment labelled app=<worker>."""
+    def running() -> dict[str, Any] | None:
+        pods = c.get(f"/api/v1/namespaces/{NS}/pods", labelSelector=f"app={worker}")["items"]
+        if c.exists(f"/api/v1/namespaces/{NS}/pods/{worker}"):
+            pods.append(c.get(f"/api/v1/namespaces/{NS}/pods/{worker}"))
+        live = [p for p in pods if p.get("status", {}).get("phase") == "Running"
+                and not p["metadata"].get("deletionTimestamp")]
+        return live[0] if len(live) == 1 else None
+
+    found: dict[str, Any] = wait_for(running, timeout=60, what=f"{NS}/{worker} Running")
+    return found
+
+
+def _placements(c: Client) -> dict[str, tuple[str, str]]:
+    return {w: (p["spec"]["nodeName"], visible_devices(p)) for w in WORKERS for p in [_worker_pod(c, w)]}
 
 
 @pytest.fixture(scope="module")
-def lab(local_cluster: LocalCluster, gpu_operator: Client) -> Iterator[Lab]:
-    c = gpu_operator
-    ns = local_cluster.namespace("faults")
-    configmap(c, CM, {"ts": TS4})
-    set_device_plugin_config(c, CM, None)
-    label(c, NODE, names.DEVICE_PLUGIN_CONFIG, "ts")
-    wait_ext(c, NODE, SHARED, "allocatable", timeout=60)
-    c.create(f"/api/v1/namespaces/{ns}/configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
-                                                      "metadata": {"name": "answers"}, "data": {"task-1": "done"}})
-    create_pod(c, ns, gpu_pod("trainer", {"nvidia.com/gpu.shared": "1"}, node=NODE))
-    running = wait_phase(c, ns, "trainer", "Running", timeout=60)
+def lab_in_progress(local_cluster: LocalCluster, gpu_operator: Client,
+                    tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProgress]:
+    lab = labs.start(LAB, workdir=tmp_path_factory.mktemp("lab-04a"), kubeconfig=local_cluster.kubeconfig,
+                     fresh=True)
+    lab.solve()
+    report = lab.check(wait=60)
+    passed = frozenset(c.id for c in report.checks if c.passed)
+    assert report.passed, [(c.id, c.message) for c in report.checks if not c.passed]  # solve -> full marks
     try:
-        yield Lab(ns, NODE, visible_devices(running))
+        yield InProgress(lab, passed, _placements(gpu_operator))
     finally:
-        label(c, NODE, names.DEVICE_PLUGIN_CONFIG, None)
-        set_device_plugin_config(c, None, None)
-        delete(c, f"/api/v1/namespaces/{names.NAMESPACE}/configmaps/{CM}")
-        delete(c, f"/api/v1/namespaces/{ns}")
+        lab.reset()
 
 
 def _kill(local_cluster: LocalCluster, component: str) -> None:
@@ -70,21 +81,9 @@ def _kill(local_cluster: LocalCluster, component: str) -> None:
     wait_for(lambda: sup.pid(component) is None, timeout=10, what=f"{component} gone")
 
 
-def _lab_intact(c: Client, lab: Lab) -> None:
-    assert c.get(f"/api/v1/namespaces/{lab.namespace}/configmaps/answers")["data"] == {"task-1": "done"}
-    trainer = wait_phase(c, lab.namespace, "trainer", "Running", timeout=60)
-    assert trainer["spec"]["nodeName"] == lab.node
-    assert visible_devices(trainer) == lab.devices
-    node_labels: dict[str, Any] = c.get(f"/api/v1/nodes/{lab.node}")["metadata"]["labels"]
-    assert node_labels.get(names.DEVICE_PLUGIN_CONFIG) == "ts"
-    policy = c.get(f"{names.POLICY_PATH}/{names.POLICY_NAME}")
-    assert policy["spec"]["devicePlugin"]["config"]["name"] == CM
-    wait_ext(c, lab.node, SHARED, "allocatable", timeout=60)
-
-
 @pytest.mark.parametrize("component", [*AGENTS, *CONTROL_PLANE])
-def test_killed_component_mid_lab_loses_nothing_and_up_recovers(local_cluster: LocalCluster, lab: Lab,
-                                                                component: str) -> None:
+def test_killed_component_mid_lab_loses_nothing_and_up_recovers(local_cluster: LocalCluster,
+                                                                lab_in_progress: InProgress, component: str) -> None:
     _kill(local_cluster, component)
     status = local_cluster.gpulab("status", "--json", check=False)
     assert status.returncode == 2
@@ -92,15 +91,20 @@ def test_killed_component_mid_lab_loses_nothing_and_up_recovers(local_cluster: L
 
     local_cluster.gpulab("up")
     assert json.loads(local_cluster.gpulab("status", "--json").stdout)["healthy"] is True
+    report = lab_in_progress.lab.check(wait=60)
+    now = frozenset(c.id for c in report.checks if c.passed)
+    assert now == lab_in_progress.passed, f"lab progress changed: lost {sorted(lab_in_progress.passed - now)}, " \
+                                          f"gained {sorted(now - lab_in_progress.passed)}"
     with local_cluster.client() as c:
-        _lab_intact(c, lab)
+        assert _placements(c) == lab_in_progress.placed
         name = f"after-{component}"
-        create_pod(c, lab.namespace, gpu_pod(name, {"nvidia.com/gpu.shared": "1"}, node=lab.node))
+        create_pod(c, "default", gpu_pod(name, {"nvidia.com/gpu.shared": "1"}, node=NEW_WORK_NODE))
         try:
-            after = wait_phase(c, lab.namespace, name, "Running", timeout=60)
+            after = wait_phase(c, "default", name, "Running", timeout=60)
             assert visible_devices(after), "the restarted stack gave the new pod no device"
-            assert ext(c, lab.node, "allocatable") == SHARED
+            assert ext(c, NEW_WORK_NODE, "allocatable").get("nvidia.com/gpu.shared") == "16"
         finally:
-            delete(c, f"/api/v1/namespaces/{lab.namespace}/pods/{name}")
-            wait_for(lambda: not c.exists(f"/api/v1/namespaces/{lab.namespace}/pods/{name}"), timeout=30,
+            delete(c, f"/api/v1/namespaces/default/pods/{name}")
+            wait_for(lambda: not c.exists(f"/api/v1/namespaces/default/pods/{name}"), timeout=30,
                      what=f"pod {name} deleted")
+    assert Path(lab_in_progress.lab.workdir, "answers.yaml").is_file()  # the learner's files are untouched
