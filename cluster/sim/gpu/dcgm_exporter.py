@@ -66,6 +66,7 @@ class Exporter:
         self.order: dict[str, list[str]] = {}  # device uuid -> pod UIDs in claim order
         self.claimed: dict[tuple[str, str], int] = {}  # (device, pod uid) -> MiB last seen
         self.failed: set[str] = set()
+        self._rows: dict[str, tuple[Any, list[tuple[str, dict[str, str], float]]]] = {}
 
     def serve(self) -> str:
         registry = CollectorRegistry(auto_describe=True)
@@ -99,6 +100,8 @@ class Exporter:
         per_device: dict[str, dict[str, dcgm.Claim]] = {}
         for pod in self.world.pods_on(name):
             meta = pod["metadata"]
+            if names.POD_DEVICES not in (meta.get("annotations") or {}):
+                continue
             if pod.get("status", {}).get("phase") != "Running" or meta["uid"] in self.failed or _crashing(pod):
                 continue
             util, mem = dcgm.pod_load(pod)
@@ -128,11 +131,19 @@ class Exporter:
             if inv is None:
                 continue
             claims = self._claims(name)
+            key = (inv, tuple(sorted((u, tuple(c)) for u, c in claims.items())))
+            cached = self._rows.get(name)
+            if cached is not None and cached[0] == key:
+                rows.extend(cached[1])  # same GPUs, same loads: same samples, nobody new to run out of memory
+                continue
+            node_rows: list[tuple[str, dict[str, str], float]] = []
             for device in dcgm.devices(name, inv):
                 fits, over = dcgm.admitted(claims.get(device.device_uuid, []), device.total_mib)
                 for victim in over:
                     await self._out_of_memory(device, victim, sum(c.mem_mib for c in fits))
-                rows.extend(dcgm.series(dcgm.sample(device, fits)))
+                node_rows.extend(dcgm.series(dcgm.sample(device, fits)))
+            self._rows[name] = (key, node_rows)
+            rows.extend(node_rows)
         self.snapshot.set(rows)
 
     async def _out_of_memory(self, device: dcgm.Device, claim: dcgm.Claim, used: int) -> None:

@@ -55,8 +55,13 @@ def node_labels(node: Mapping[str, Any]) -> Mapping[str, str]:
 
 
 def hardware(node: Mapping[str, Any]) -> Hardware:
+    return _hardware(node_annotations(node).get(nodes.HARDWARE_ANNOTATION, "{}"))
+
+
+@functools.lru_cache(maxsize=256)
+def _hardware(text: str) -> Hardware:
     try:
-        raw = json.loads(node_annotations(node).get(nodes.HARDWARE_ANNOTATION, "{}"))
+        raw = json.loads(text)
     except ValueError:
         return Hardware(None, 0)
     count = int(raw.get("gpus", 0) or 0) if isinstance(raw, dict) else 0

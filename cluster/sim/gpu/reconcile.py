@@ -34,6 +34,8 @@ class NodeReconciler:
         self.slices: dict[str, str] = {}  # node -> JSON of the devices last published
         self.mig = migrunner.MigRunner(client, world, events.Recorder(client, "nvidia-mig-manager"))
         self._generation = int(time.time())
+        self.changes = 0  # bumped by every reconcile and operand pod event (the policy status looks at it)
+        self._burst: tuple[float, int, int] | None = None  # (start, reconciles, patches) of the current burst
 
     # --- validator gate -------------------------------------------------------------------------------------
 
@@ -52,6 +54,19 @@ class NodeReconciler:
     # --- the reconcile ---------------------------------------------------------------------------------------
 
     async def reconcile(self, name: str) -> None:
+        self.changes += 1
+        start, count, patches = self._burst or (time.monotonic(), 0, 0)
+        self._burst = (start, count + 1, patches)
+        try:
+            await self._reconcile(name)
+        finally:
+            if self.queue.idle_except(name) and self._burst is not None:
+                start, count, patches = self._burst
+                if count > 20:
+                    log.info("reconciled %d nodes (%d patches) in %.2f s", count, patches, time.monotonic() - start)
+                self._burst = None
+
+    async def _reconcile(self, name: str) -> None:
         node = self.world.nodes.get(name)
         if node is None:
             await self._withdraw_slice(name)
@@ -86,6 +101,8 @@ class NodeReconciler:
             body["status"] = {"capacity": plan.capacity, "allocatable": plan.allocatable}
         if not body:
             return
+        if self._burst is not None:
+            self._burst = (self._burst[0], self._burst[1], self._burst[2] + 1)
         try:
             await self.client.patch(f"/api/v1/nodes/{name}/status", body)
         except errors.NotFound:

@@ -60,6 +60,7 @@ class Stack:
         if operand is None or pod["metadata"].get("deletionTimestamp"):
             return
         st = self.nodes.operand_states.get(node, {}).get(operand, operands.OperandState())
+        self.nodes.changes += 1
         await self.nodes.sync_operand_pod(pod, self.world.nodes.get(node), st)
 
     async def on_configmap(self, event: str, cm: dict[str, Any]) -> None:
@@ -125,8 +126,12 @@ class Stack:
                 await asyncio.sleep(POLICY_POLL)
 
     async def status_loop(self) -> None:
+        seen = -1
         while True:
             await asyncio.sleep(STATUS_EVERY)
+            if self.nodes.changes == seen and self.operator.state:
+                continue  # nothing reconciled since the last look: the state cannot have changed
+            seen = self.nodes.changes
             now = time.monotonic()
             validated = {n for n, at in self.nodes.validated_at.items() if at <= now}
             try:

@@ -33,6 +33,10 @@ class WorkQueue:
     def idle(self) -> bool:
         return not (self._queued or self._active)
 
+    def idle_except(self, key: str) -> bool:
+        """Idle but for ``key`` itself (asked by the handler of ``key`` as it finishes)."""
+        return not self._queued and self._active <= {key}
+
     async def _worker(self) -> None:
         while True:
             key = await self._queue.get()
