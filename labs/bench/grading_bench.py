@@ -1,22 +1,33 @@
-"""Grading figures: offline static-check throughput over generated submissions, and one live check's latency.
+"""Grading figures: offline batch grading of a class's submissions, and static lint throughput.
 
-Each generated submission is a folder of typical lab manifests (a GPU Deployment, a Job, a device-plugin
-ConfigMap, a DRA claim template with CEL selectors, a ResourceQuota, a PriorityClass) with a different mix of
-mistakes. Submissions are graded one at a time, as batch grading does (one CEL compiler process per submission
-when ``celcheck`` is installed). The generator is seeded, so every run grades the same corpus.
+Batch grading (the nbgrader path): ``write_class`` builds submission folders the way a class hands them in,
+in a fixed rotation: the solution with the solved evidence bundle, the untouched starter with the untouched
+bundle, each typical wrong submission laid over the solution with the solved bundle, and one in fifty with a
+damaged bundle (graded as broken, never fatal); ``batch_rate`` times ``labs.grade_batch`` over them after one
+warm-up pass. No cluster is involved.
+
+Lint throughput: each generated submission is a folder of typical lab manifests (a GPU Deployment, a Job, a
+device-plugin ConfigMap, a DRA claim template with CEL selectors, a ResourceQuota, a PriorityClass) with a
+different mix of mistakes, linted one at a time (one CEL compiler process per submission when ``celcheck`` is
+installed). The generator is seeded, so every run grades the same corpus.
 """
 
 from __future__ import annotations
 
 import random
+import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from cluster.gpu import cel
 from graders import context, lint
+from labs import catalog, grading
+
+DAMAGED_BUNDLE = '{"kind": "gpulab.dev/EvidenceBundle", "bundleVersion": 1, "cut'
 
 _DEPLOYMENT = """apiVersion: apps/v1
 kind: Deployment
@@ -165,3 +176,55 @@ def lint_throughput(count: int = 200, *, compile_cel: bool | None = None) -> Thr
             total += len(result.findings)
         wall = time.perf_counter() - started
     return Throughput(count, wall, tuple(per), total, use_cel)
+
+
+# -- batch grading ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BatchTiming:
+    lab: str
+    submissions: int
+    seconds: float
+    full_marks: int
+    broken: int
+
+    @property
+    def per_second(self) -> float:
+        return self.submissions / self.seconds if self.seconds else 0.0
+
+
+def write_class(lab_id: str, folder: Path, count: int, solved: Path, unsolved: Path,
+                wrongs: Sequence[Path] = ()) -> None:
+    """``count`` submission folders in a fixed rotation of kinds (see the module docstring).
+
+    ``wrongs`` are folders of files that replace the solution's (an ``expected.yaml`` in them is skipped).
+    """
+    spec = catalog.get(lab_id)
+    kinds: list[Path | str] = ["solution", "starter", *wrongs]
+    for i in range(count):
+        sub = folder / f"learner-{i:04d}"
+        kind = kinds[i % len(kinds)]
+        shutil.copytree(spec.directory / ("starter" if kind == "starter" else "solution"), sub)
+        if isinstance(kind, Path):
+            for f in kind.iterdir():
+                if f.name != "expected.yaml":
+                    shutil.copyfile(f, sub / f.name)
+        if i % 50 == 49:
+            (sub / grading.BUNDLE_FILE).write_text(DAMAGED_BUNDLE)
+        else:
+            shutil.copyfile(unsolved if kind == "starter" else solved, sub / grading.BUNDLE_FILE)
+
+
+def batch_rate(lab_id: str, folder: Path, *, compile_cel: bool = True) -> BatchTiming:
+    """Time ``labs.grade_batch`` over ``folder`` (after one untimed pass that warms imports and caches)."""
+    scratch = Path(tempfile.mkdtemp(prefix="gpulab-bench-csv-"))
+    try:
+        grading.grade_batch(lab_id, folder, scratch / "warm.csv", compile_cel=compile_cel)
+        started = time.perf_counter()
+        result = grading.grade_batch(lab_id, folder, scratch / "grades.csv", compile_cel=compile_cel)
+        elapsed = time.perf_counter() - started
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    full = sum(1 for r in result.rows if r.report is not None and r.report.passed)
+    return BatchTiming(lab_id, len(result.rows), elapsed, full, result.broken)

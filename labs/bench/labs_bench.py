@@ -4,9 +4,8 @@ On the cluster (``lab_figures``): start lab ``LAB`` through the public runtime, 
 record an evidence bundle, time ``lab.reset()`` back to the start (the target is for this reset: a solved lab
 touched the operator, a node and a namespace), and record the unsolved bundle too.
 
-Offline (``grading_throughput``): ``labs.grade_batch`` over generated submission folders, each a copy of the
-solution or starter files with some answers changed, carrying one of the two recorded bundles. No cluster is
-involved: this is the nbgrader path.
+Offline (``grading_throughput``): a class of submissions of ``LAB`` carrying the two recorded bundles, graded
+by ``labs.grade_batch`` (``labs.bench.grading_bench``). No cluster is involved: this is the nbgrader path.
 
 The lab runtime keeps a record of started labs under the state root; the benchmark points that root at its
 own temporary dir so a learner's records are never touched.
@@ -15,17 +14,14 @@ own temporary dir so a learner's records are never touched.
 from __future__ import annotations
 
 import os
-import random
-import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ruamel.yaml import YAML
-
-from labs import catalog, grading, runtime
+from labs import runtime
+from labs.bench import grading_bench
 from labs.bench.figures import Figure
 
 LAB = "04a-time-slicing"
@@ -83,45 +79,20 @@ def lab_figures(kubeconfig: Path, root: Path, out: list[Figure]) -> Recorded:
     return Recorded(solved, unsolved)
 
 
-def _vary(answers: str, rng: random.Random) -> str:
-    """Change one answer of the worksheet in roughly half the submissions (a wrong number or resource)."""
-    yaml = YAML()
-    data = yaml.load(answers)
-    if rng.random() < 0.5 and isinstance(data, dict):
-        section = rng.choice([k for k in data if isinstance(data[k], dict)] or [None])
-        if section is not None and data[section]:
-            key = rng.choice(list(data[section]))
-            data[section][key] = rng.choice([0, 1, 2, 5, "nvidia.com/gpus", ""])
-    import io
-
-    buf = io.StringIO()
-    yaml.dump(data, buf)
-    return buf.getvalue()
-
-
-def write_submissions(folder: Path, count: int, recorded: Recorded, seed: int = 8) -> None:
-    """``count`` submission folders: solution or starter files, some answers changed, with one of the bundles."""
-    spec = catalog.get(LAB)
-    rng = random.Random(seed)
-    for i in range(count):
-        sub = folder / f"learner-{i:03d}"
-        sub.mkdir(parents=True)
-        solved = rng.random() < 0.6
-        origin = "solution" if solved else "starter"
-        for name in spec.files:
-            text = (spec.directory / origin / name).read_text()
-            (sub / name).write_text(_vary(text, rng) if name.endswith("answers.yaml") else text)
-        shutil.copyfile(recorded.solved if solved else recorded.unsolved, sub / grading.BUNDLE_FILE)
+def wrong_submissions(lab_id: str = LAB) -> list[Path]:
+    """The lab's typical wrong submissions (``tests/fixtures/labs/<id>/wrong-*``) when this is a source checkout."""
+    folder = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "labs" / lab_id
+    return sorted(p for p in folder.glob("wrong-*") if p.is_dir())
 
 
 def grading_throughput(recorded: Recorded, count: int, root: Path, tag: str = "") -> Figure:
-    folder = root / "submissions"
-    write_submissions(folder, count, recorded)
-    result = grading.grade_batch(LAB, folder, root / "grades.csv")
-    if result.broken:
-        first = next(r for r in result.rows if r.report is None)
-        note = f"{result.broken} submission(s) could not be graded, e.g. {first.submission}: {first.error}"
-    else:
-        note = f"labs.grade_batch over evidence bundles of lab {LAB}, one submission at a time, CSV written"
-    return Figure(f"offline grading throughput, {count} submissions{tag}", round(result.rate, 1), "submissions/s", 20.0,
-                  higher_is_better=True, note=note)
+    folder = root / "class"
+    folder.mkdir(parents=True)
+    wrongs = wrong_submissions()
+    grading_bench.write_class(LAB, folder, count, recorded.solved, recorded.unsolved, wrongs)
+    t = grading_bench.batch_rate(LAB, folder)
+    return Figure(f"offline grading throughput, {count} submissions{tag}", round(t.per_second, 1), "submissions/s",
+                  20.0, higher_is_better=True,
+                  note=f"labs.grade_batch on lab {LAB}: solution, starter and {len(wrongs)} typical wrong "
+                       f"submissions in rotation, 1 in 50 with a damaged bundle, evidence recorded on the benchmark "
+                       f"cluster; {t.full_marks} full marks, {t.broken} broken")

@@ -4,7 +4,8 @@ Submissions are built from what a class hands in: the solution with the solved e
 untouched starter with the untouched bundle, each typical wrong submission (``tests/fixtures/labs``) laid
 over the solution with the solved bundle, and one in fifty with a damaged bundle (graded as broken, never
 fatal). ``labs.grade_batch`` grades each lab's folder; no cluster is involved. Target: >= 20 per second on
-2 cores, for every lab.
+2 cores, for every lab. The building and timing code is ``labs.bench.grading_bench`` (``gpulab bench`` uses it
+with bundles it records on its own cluster).
 
     .venv/bin/python tests/bench/bench_grading.py [--count 200] [--lab 05-dra ...] [--no-cel]
 """
@@ -13,55 +14,30 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import labs
-from labs import grading
+from labs.bench import grading_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "labs"
 TARGET = 20.0
 
 
-def build(lab_id: str, folder: Path, count: int) -> None:
-    """``count`` submission folders for one lab, in a fixed rotation of kinds."""
-    spec = labs.get(lab_id)
-    bundles = FIXTURES / "bundles"
-    wrongs = sorted(p for p in (FIXTURES / lab_id).glob("wrong-*") if p.is_dir())
-    kinds = ["solution", "starter", *[w.name for w in wrongs]]
-    for i in range(count):
-        sub = folder / f"learner-{i:04d}"
-        kind = kinds[i % len(kinds)]
-        shutil.copytree(spec.directory / ("starter" if kind == "starter" else "solution"), sub)
-        if kind.startswith("wrong-"):
-            for f in (FIXTURES / lab_id / kind).iterdir():
-                if f.name != "expected.yaml":
-                    shutil.copyfile(f, sub / f.name)
-        bundle = bundles / f"{lab_id}.{'unsolved' if kind == 'starter' else 'solved'}.json"
-        if i % 50 == 49:
-            (sub / grading.BUNDLE_FILE).write_text('{"kind": "gpulab.dev/EvidenceBundle", "bundleVersion": 1, "cut')
-        else:
-            shutil.copyfile(bundle, sub / grading.BUNDLE_FILE)
-
-
 def run(lab_id: str, count: int, compile_cel: bool) -> float:
     with tempfile.TemporaryDirectory(prefix="gpulab-bench-grading-") as tmp:
         folder = Path(tmp) / "class"
         folder.mkdir()
-        build(lab_id, folder, count)
-        grading.grade_batch(lab_id, folder, Path(tmp) / "warm.csv", compile_cel=compile_cel)  # imports, caches
-        started = time.perf_counter()
-        result = grading.grade_batch(lab_id, folder, Path(tmp) / "grades.csv", compile_cel=compile_cel)
-        elapsed = time.perf_counter() - started
-    full = sum(1 for r in result.rows if r.report is not None and r.report.passed)
-    rate = len(result.rows) / elapsed
-    print(f"{lab_id:28s} {len(result.rows):4d} submissions in {elapsed:6.2f} s = {rate:6.1f}/s "
-          f"({full} full marks, {result.broken} broken) {'ok' if rate >= TARGET else 'BELOW TARGET'}")
-    return rate
+        bundles = FIXTURES / "bundles"
+        wrongs = sorted(p for p in (FIXTURES / lab_id).glob("wrong-*") if p.is_dir())
+        grading_bench.write_class(lab_id, folder, count, bundles / f"{lab_id}.solved.json",
+                                  bundles / f"{lab_id}.unsolved.json", wrongs)
+        t = grading_bench.batch_rate(lab_id, folder, compile_cel=compile_cel)
+    print(f"{lab_id:28s} {t.submissions:4d} submissions in {t.seconds:6.2f} s = {t.per_second:6.1f}/s "
+          f"({t.full_marks} full marks, {t.broken} broken) {'ok' if t.per_second >= TARGET else 'BELOW TARGET'}")
+    return t.per_second
 
 
 def main(argv: list[str] | None = None) -> int:
