@@ -92,7 +92,6 @@ class Stack:
                 log.warning("could not record the DCGM exporter URL: %s", exc)
         if self.world.policy is None:
             self._endpoint_published = False
-        self._enqueue_gpu_nodes()
 
     # --- loops ----------------------------------------------------------------------------------------------------
 
