@@ -7,7 +7,6 @@ uninstalled afterwards (the cluster is shared by the whole session). Tests reset
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,23 +15,10 @@ import pytest
 from cluster import errors
 from cluster.kube.client import Client
 from cluster.sim.gpu import names, operator
+from cluster.testing import wait_for
 
 POLICY = f"{names.POLICY_PATH}/{names.POLICY_NAME}"
 TOLERATE_GPU = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-
-
-def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.2, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-        except errors.NotFound:
-            last = None
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
 
 
 @pytest.fixture(scope="module")
