@@ -54,24 +54,52 @@ def list_nodes(client: Client) -> list[NodeStatus]:
     return [node_summary(n) for n in client.get("/api/v1/nodes").get("items", [])]
 
 
+def _ready_untainted(node: dict[str, Any]) -> bool:
+    s = node_summary(node)
+    return s.ready and not any(t.startswith("node.kubernetes.io/not-ready") for t in s.taints)
+
+
 def wait_nodes_ready(client: Client, names: set[str], timeout: float) -> list[NodeStatus]:
-    """Wait until every named node is Ready and carries no not-ready taint; raise with the stragglers."""
+    """Wait until every named node is Ready and carries no not-ready taint; raise with the stragglers.
+
+    One list, then a watch from its resourceVersion: polling a list of a 1,000-node fleet several times a second
+    would cost the API server and this process more CPU than the nodes themselves.
+    """
     deadline = time.monotonic() + timeout
-    pending: set[str] = set(names)
+    good: set[str] = set()
+    rv: str | None = None
     while True:
-        nodes = list_nodes(client)
-        pending = {n for n in names} - {
-            s.name for s in nodes if s.ready and not any(t.startswith("node.kubernetes.io/not-ready") for t in s.taints)
-        }
+        if rv is None:
+            listing = client.get("/api/v1/nodes")
+            good = {n["metadata"]["name"] for n in listing.get("items", []) if _ready_untainted(n)}
+            rv = listing.get("metadata", {}).get("resourceVersion")
+        pending = names - good
+        remaining = deadline - time.monotonic()
         if not pending:
-            return nodes
-        if time.monotonic() > deadline:
+            return list_nodes(client)
+        if remaining <= 0:
             sample = ", ".join(sorted(pending)[:5])
             raise errors.ClusterError(
                 f"{len(pending)} node(s) not Ready after {timeout:.0f} s (e.g. {sample})",
                 hint="gpulab status; the node agent's log is in the state dir's logs/node-agent.log",
             )
-        time.sleep(0.2)
+        try:
+            for event in client.watch("/api/v1/nodes", resource_version=rv, timeout_seconds=max(1, int(remaining))):
+                obj = event.get("object", {})
+                if event.get("type") == "ERROR":  # e.g. 410 Gone: the resourceVersion is too old; list again
+                    rv = None
+                    break
+                rv = obj.get("metadata", {}).get("resourceVersion", rv)
+                name = obj.get("metadata", {}).get("name", "")
+                if event.get("type") in ("ADDED", "MODIFIED") and _ready_untainted(obj):
+                    good.add(name)
+                else:
+                    good.discard(name)
+                if not names - good or time.monotonic() > deadline:
+                    break
+        except errors.ApiError:
+            rv = None  # the watch was refused (an expired resourceVersion): list again
+            time.sleep(0.2)
 
 
 def _ensure(client: Client, path: str, body: dict[str, Any]) -> None:

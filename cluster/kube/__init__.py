@@ -1,4 +1,4 @@
-"""A small typed Kubernetes REST client (sync and async) over httpx, and kubeconfig reading/writing.
+"""A small typed Kubernetes REST client (sync over httpx, async over aiohttp), and kubeconfig reading/writing.
 
 The one boundary where HTTP errors from the API server become ``cluster.errors.ApiError`` subclasses.
 """

@@ -27,7 +27,7 @@ async def retry_until_api(client: AsyncClient, timeout: float = 120.0) -> None:
             if loop.time() > deadline:
                 raise
             log.debug("API not ready yet: %s", exc)
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(0.1)
 
 
 def run(coro: Coroutine[Any, Any, None]) -> None:
