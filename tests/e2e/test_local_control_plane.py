@@ -9,9 +9,13 @@ import re
 import signal
 import socket
 import time
+from pathlib import Path
 
-from cluster import errors
+import pytest
+
+from cluster import binaries, errors, fleet as fleet_mod, pki as pki_mod, seed
 from cluster.backends.local import LocalBackend
+from cluster.kube.client import Client
 from cluster.progress import LogProgress
 from cluster.testing import LocalCluster, wait_for
 
@@ -182,3 +186,41 @@ def test_fleet_mismatch_is_refused(local_cluster: LocalCluster) -> None:
         assert "already runs fleet 'starter'" in str(exc)
     else:
         raise AssertionError("expected a ClusterError")
+
+
+def test_seeded_cluster_has_bootstrap_objects_and_trusts_only_its_own_client_ca(local_cluster: LocalCluster) -> None:
+    """The session cluster started from the etcd bootstrap seed (cluster/seed.py): the API server's bootstrap
+    objects are all there, and the seed's client CA was pruned from the published bundle."""
+    with local_cluster.client() as c:
+        cm = c.get("/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication")
+        own_ca = (local_cluster.backend.dir / "pki" / "ca.crt").read_text()
+        assert cm["data"]["client-ca-file"].strip() == own_ca.strip()
+        assert cm["data"]["client-ca-file"].count("BEGIN CERTIFICATE") == 1
+        for path in ("/apis/rbac.authorization.k8s.io/v1/clusterroles/system:kube-scheduler",
+                     "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/system:kube-controller-manager",
+                     "/apis/scheduling.k8s.io/v1/priorityclasses/system-node-critical",
+                     "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/exempt",
+                     "/api/v1/namespaces/kube-node-lease", "/api/v1/namespaces/default/services/kubernetes"):
+            assert c.exists(path), path
+    be = local_cluster.backend
+    ports = be._state()["ports"]
+    specs = be._specs(binaries.ensure(LogProgress()), pki_mod.Pki(be.dir / "pki"), ports, 6)
+    assert (seed.seed_path(specs["kube-apiserver"].argv, list(ports.values())) / "member" / "snap" / "db").is_file()
+
+
+def test_unusable_seed_falls_back_to_an_empty_etcd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A seed without etcd's database (a broken cache) is not used: the cluster bootstraps from an empty etcd."""
+    broken = tmp_path / "broken-seed"
+    (broken / "member" / "wal").mkdir(parents=True)
+    monkeypatch.setattr(seed, "seed_path", lambda argv, ports: broken)
+    be = LocalBackend("fallback", tmp_path / "state")
+    try:
+        st = be.up(fleet_mod.scaled(2), LogProgress())
+        assert all(n.ready for n in st.nodes) and len(st.nodes) == 2
+        with_ca = be.dir / "pki" / "ca.crt"
+        with Client.from_kubeconfig(be.kubeconfig()) as c:
+            cm = c.get("/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication")
+            assert cm["data"]["client-ca-file"].strip() == with_ca.read_text().strip()
+            assert c.exists("/apis/rbac.authorization.k8s.io/v1/clusterroles/cluster-admin")
+    finally:
+        be.down(purge=True)
