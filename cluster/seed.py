@@ -49,9 +49,14 @@ def _flag_fingerprint(apiserver_argv: Sequence[str], ports: Sequence[int]) -> st
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def seeds_dir() -> Path:
+    """Where seeds are kept: ``$GPULAB_SEED_DIR``, else ``seeds/`` in the user cache (next to the binaries)."""
+    override = os.environ.get("GPULAB_SEED_DIR")
+    return Path(override) if override else binaries.cache_dir() / "seeds"
+
+
 def seed_path(apiserver_argv: Sequence[str], ports: Sequence[int]) -> Path:
-    return (binaries.cache_dir() / "seeds" /
-            f"etcd-k8s-{versions.KUBERNETES_VERSION}-{_flag_fingerprint(apiserver_argv, ports)}")
+    return seeds_dir() / f"etcd-k8s-{versions.KUBERNETES_VERSION}-{_flag_fingerprint(apiserver_argv, ports)}"
 
 
 def sparse_copy(src: Path, dst: Path) -> None:

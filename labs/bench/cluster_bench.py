@@ -7,6 +7,9 @@ and is torn down (``down --purge``) when the block ends, even on failure.
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import statistics
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -135,9 +138,34 @@ def memory_figures(bc: BenchCluster, label: str) -> list[Figure]:
     ]
 
 
-def start_figure(bc: BenchCluster) -> Figure:
-    return Figure("start, cached binaries, to all starter-fleet nodes Ready", round(bc.up_seconds, 2), "s", 5.0,
-                  note=f"{bc.fleet.node_count} nodes, fresh state dir, binaries from the user cache; {bc.phases}")
+def start_seconds(root: Path, fl: fleet_mod.Fleet, name: str) -> float:
+    """One more cold start of ``fl`` (fresh state dir, cached binaries and seed), torn down at once."""
+    with running(root, fl, name) as bc:
+        return bc.up_seconds
+
+
+def first_start_seconds(root: Path, fl: fleet_mod.Fleet) -> float:
+    """A cold start as on a machine that has the binaries but no etcd seed yet (a private, empty seed dir)."""
+    saved = os.environ.get("GPULAB_SEED_DIR")
+    os.environ["GPULAB_SEED_DIR"] = str(root / "first-start-seeds")
+    try:
+        return start_seconds(root, fl, "bench-first-start")
+    finally:
+        if saved is None:
+            del os.environ["GPULAB_SEED_DIR"]
+        else:
+            os.environ["GPULAB_SEED_DIR"] = saved
+        shutil.rmtree(root / "first-start-seeds", ignore_errors=True)
+
+
+def start_figure(bc: BenchCluster, others: list[float] | None = None) -> Figure:
+    """The start figure: the median of this start and ``others`` (earlier starts of the same fleet)."""
+    samples = sorted([bc.up_seconds, *(others or [])])
+    spread = "" if len(samples) == 1 else \
+        f"median of {len(samples)} starts ({', '.join(f'{s:.2f}' for s in samples)} s); "
+    return Figure("start, cached binaries, to all starter-fleet nodes Ready", round(statistics.median(samples), 2),
+                  "s", 5.0, note=f"{spread}{bc.fleet.node_count} nodes, fresh state dir, binaries and etcd seed "
+                                 f"from the user cache; last start: {bc.phases}")
 
 
 def fleet_up_figure(bc: BenchCluster, quick: bool) -> Figure:
