@@ -17,11 +17,40 @@ Reports are ``graders.Report`` (score, max_score, checks with id, passed, points
 with ``graders.render``.
 """
 
-from graders import Report
-from labs.catalog import get, ids as list_labs
-from labs.grading import BatchResult, GradingError, grade, grade_batch
-from labs.runtime import Lab, attach, start
-from labs.spec import LabSpec, Task
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from graders import Report
+    from labs.catalog import get, ids as list_labs
+    from labs.grading import BatchResult, GradingError, grade, grade_batch
+    from labs.runtime import Lab, attach, start
+    from labs.spec import LabSpec, Task
+
+# Imported on first use, so that `gpulab up` (labs.cli) does not load the graders and the lab runtime.
+_LAZY = {
+    "Report": ("graders", "Report"), "get": ("labs.catalog", "get"), "list_labs": ("labs.catalog", "ids"),
+    "BatchResult": ("labs.grading", "BatchResult"), "GradingError": ("labs.grading", "GradingError"),
+    "grade": ("labs.grading", "grade"), "grade_batch": ("labs.grading", "grade_batch"),
+    "Lab": ("labs.runtime", "Lab"), "attach": ("labs.runtime", "attach"), "start": ("labs.runtime", "start"),
+    "LabSpec": ("labs.spec", "LabSpec"), "Task": ("labs.spec", "Task"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'labs' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = ["BatchResult", "GradingError", "Lab", "LabSpec", "Report", "Task", "attach", "get", "grade",
            "grade_batch", "list_labs", "start"]

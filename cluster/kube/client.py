@@ -11,13 +11,15 @@ import json
 import ssl
 from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import httpx
 
 from cluster import errors
 from cluster.kube import kubeconfig
+
+if TYPE_CHECKING:
+    import aiohttp
 
 JSON = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
@@ -185,6 +187,8 @@ class AsyncClient:
         self._session: aiohttp.ClientSession | None = None
 
     def _http(self) -> aiohttp.ClientSession:
+        import aiohttp  # here, not at the top: only the agents need it, and it takes ~0.3 s to import
+
         if self._session is None or self._session.closed:
             ssl_arg = _ssl_context(self.conn)
             connector = aiohttp.TCPConnector(limit=self._max_connections, ssl=ssl_arg)
@@ -208,6 +212,8 @@ class AsyncClient:
 
     async def request(self, method: str, path: str, *, body: Any = None, params: Mapping[str, Any] | None = None,
                       content_type: str = "application/json") -> JSON:
+        import aiohttp
+
         content = None if body is None else (body if isinstance(body, (str, bytes)) else json.dumps(body))
         headers = {"Content-Type": content_type} if body is not None else {}
         try:
@@ -248,6 +254,8 @@ class AsyncClient:
                                  **params}
         if resource_version:
             query["resourceVersion"] = resource_version
+        import aiohttp
+
         timeout = aiohttp.ClientTimeout(total=timeout_seconds + 10, connect=5.0)
         try:
             async with self._http().get(self._base + path, params=self._query(query), timeout=timeout) as resp:

@@ -10,6 +10,8 @@ import logging
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -156,6 +158,19 @@ def first_start_seconds(root: Path, fl: fleet_mod.Fleet) -> float:
         else:
             os.environ["GPULAB_SEED_DIR"] = saved
         shutil.rmtree(root / "first-start-seeds", ignore_errors=True)
+
+
+def cli_start_seconds(root: Path, fleet_name: str) -> float:
+    """Wall clock of ``gpulab up --fleet NAME`` run as a learner runs it (a new Python process, CLI start-up
+    included), in a private state dir; the cluster is removed afterwards."""
+    env = {**os.environ, "GPULAB_STATE_DIR": str(root / "cli-start")}
+    cmd = [sys.executable, "-m", "labs.cli.main"]
+    try:
+        started = time.monotonic()
+        subprocess.run([*cmd, "up", "--fleet", fleet_name], env=env, check=True, capture_output=True)
+        return time.monotonic() - started
+    finally:
+        subprocess.run([*cmd, "down", "--purge"], env=env, check=False, capture_output=True)
 
 
 def start_figure(bc: BenchCluster, others: list[float] | None = None) -> Figure:

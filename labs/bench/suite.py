@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 SECTIONS = ("starter", "grading", "scale", "notebooks")
 LABEL_NODE = "a100-0"
+CLI_START = "`gpulab up` from a shell, starter fleet, to the command's exit"
 FIRST_START = "first start on a machine (makes the etcd seed), starter fleet"
 
 
@@ -49,6 +50,7 @@ class Plan:
         self.label_repeat = 2 if quick else 5
         self.live_repeat = 20 if quick else 100
         self.start_repeat = 1 if quick else 5
+        self.cli_repeat = 1 if quick else 3
 
     def tag(self) -> str:
         return " (quick)" if self.quick else ""
@@ -91,6 +93,10 @@ def _starter(run: _Run) -> None:
     if not plan.quick:
         first = cluster_bench.first_start_seconds(run.root, fl)
     extra = [cluster_bench.start_seconds(run.root, fl, f"bench-start-{i}") for i in range(plan.start_repeat - 1)]
+    cli = [cluster_bench.cli_start_seconds(run.root, "starter") for _ in range(plan.cli_repeat)]
+    out.append(Figure(CLI_START, round(statistics.median(cli), 2), "s",
+                      note=f"median of {len(cli)} ({', '.join(f'{s:.2f}' for s in sorted(cli))} s): the figure "
+                           "above plus the CLI's own start-up and its status table"))
     with cluster_bench.running(run.root, fl, "bench-starter") as bc:
         out.append(cluster_bench.start_figure(bc, extra))
         if first is not None:
@@ -130,6 +136,7 @@ def _live_check(client: Client, plan: Plan) -> Figure:
 def _starter_planned(plan: Plan) -> list[Figure]:
     return [
         Figure("start, cached binaries, to all starter-fleet nodes Ready", None, "s", 5.0),
+        Figure(CLI_START, None, "s"),
         *([] if plan.quick else [Figure(FIRST_START, None, "s")]),
         Figure("label change to visible resources, starter fleet", None, "s", 1.0),
         Figure("one live check latency", None, "ms"),

@@ -9,6 +9,7 @@ import importlib
 import logging
 import pkgutil
 import sys
+from typing import Any
 
 import click
 
@@ -17,7 +18,47 @@ from cluster import errors
 import labs.cli
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Which module contributes each command: only the module of the command being run is imported, so that
+# `gpulab up` does not load the graders, the quizzes and the benchmark (tests/unit/test_cli_commands.py keeps
+# this table equal to what the modules register).
+COMMAND_MODULES: dict[str, str] = {
+    "bench": "cmd_bench",
+    "up": "cmd_cluster", "down": "cmd_cluster", "status": "cmd_cluster", "kubeconfig": "cmd_cluster",
+    "env": "cmd_cluster", "doctor": "cmd_cluster", "binaries": "cmd_cluster", "node": "cmd_cluster",
+    "logs": "cmd_cluster",
+    "course": "cmd_course",
+    "gpu-operator": "cmd_gpu", "fault": "cmd_gpu",
+    "lab": "cmd_lab", "grade": "cmd_lab",
+    "lint": "cmd_lint",
+    "probe": "cmd_probe",
+    "quiz": "cmd_quiz",
+    "why": "cmd_why",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose commands are registered by their module the first time one of them is needed."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._loaded: set[str] = set()
+
+    def load(self, module_name: str) -> None:
+        if module_name not in self._loaded:
+            self._loaded.add(module_name)
+            importlib.import_module(f"labs.cli.{module_name}").register(self)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMAND_MODULES) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module_name = COMMAND_MODULES.get(cmd_name)
+        if module_name is not None:
+            self.load(module_name)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 def cli(verbose: int) -> None:
     """gpulab: learn how Kubernetes schedules GPUs, on a real control plane with simulated GPU nodes."""
@@ -25,14 +66,13 @@ def cli(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-def _register_all() -> None:
+def load_all() -> LazyGroup:
+    """Register every command module (for tests and tools that walk the whole command tree)."""
+    assert isinstance(cli, LazyGroup)
     for info in sorted(pkgutil.iter_modules(labs.cli.__path__), key=lambda i: i.name):
         if info.name.startswith("cmd_"):
-            module = importlib.import_module(f"labs.cli.{info.name}")
-            module.register(cli)
-
-
-_register_all()
+            cli.load(info.name)
+    return cli
 
 
 def main(argv: list[str] | None = None) -> int:
