@@ -8,6 +8,7 @@ and ``up`` after a crash restarts only what died, with etcd's data (every object
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -91,6 +92,24 @@ class LocalBackend(StateDir):
                              cert_file=pki.client_cert(who), key_file=pki.client_key(who),
                              cluster_name=self.cluster_name)
 
+    def _scheduler_config(self) -> Path:
+        return self.dir / "kube-scheduler.yaml"
+
+    def _step_component_configs(self) -> None:
+        """The scheduler's configuration file: its identity, no leader election, and a client rate (500/s, burst
+        1,000) that lets it bind a DaemonSet's pods across a 1,000-node fleet without queueing behind the default
+        50 requests a second."""
+        self._scheduler_config().write_text(
+            "apiVersion: kubescheduler.config.k8s.io/v1\n"
+            "kind: KubeSchedulerConfiguration\n"
+            "clientConnection:\n"
+            f"  kubeconfig: {json.dumps(str(self._kc('scheduler')))}\n"
+            "  qps: 500\n"
+            "  burst: 1000\n"
+            "leaderElection:\n"
+            "  leaderElect: false\n"
+        )
+
     def _specs(self, bins: binaries.Binaries, pki: pki_mod.Pki, ports: dict[str, int],
                node_count: int) -> dict[str, ProcessSpec]:
         d = self.dir
@@ -132,10 +151,10 @@ class LocalBackend(StateDir):
                 f"--node-monitor-grace-period={grace}s", "--profiling=false", allow, "--v=1",
             )),
             "kube-scheduler": ProcessSpec("kube-scheduler", (
-                str(bins.path("kube-scheduler")), f"--kubeconfig={self._kc('scheduler')}",
+                str(bins.path("kube-scheduler")), f"--config={self._scheduler_config()}",
                 f"--authentication-kubeconfig={self._kc('scheduler')}",
                 f"--authorization-kubeconfig={self._kc('scheduler')}",
-                "--bind-address=127.0.0.1", f"--secure-port={ports['scheduler']}", "--leader-elect=false",
+                "--bind-address=127.0.0.1", f"--secure-port={ports['scheduler']}",
                 "--profiling=false", allow, "--v=1",
             )),
             "node-agent": ProcessSpec("node-agent", (
@@ -202,6 +221,7 @@ class LocalBackend(StateDir):
         ports = self._step_ports(state)
         server = f"https://127.0.0.1:{ports['apiserver']}"
         self._step_kubeconfigs(pki, server)
+        self._step_component_configs()
         state.update(backend="local", ports=ports, fleet=state.get("fleet") or fl.name,
                      kubernetes=versions.KUBERNETES_VERSION)
         self._save(state)

@@ -50,10 +50,17 @@ class NodeAgent:
         existing = {n["metadata"]["name"] for n in (await self.client.get("/api/v1/nodes"))["items"]}
 
         async def register(node: dict[str, Any]) -> None:
+            name = node["metadata"]["name"]
             async with self._sem:
                 try:
                     created = await self.client.create("/api/v1/nodes", node)
-                    self._uids[node["metadata"]["name"]] = created["metadata"]["uid"]
+                    self._uids[name] = created["metadata"]["uid"]
+                except errors.Conflict:
+                    return
+                # As a kubelet does right after registering: its Lease, owned by the Node.
+                try:
+                    await self.client.create(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases",
+                                             self._lease(name))
                 except errors.Conflict:
                     pass
 
@@ -74,23 +81,29 @@ class NodeAgent:
                                     {"status": {"conditions": nodes.ready_conditions()}}, STRATEGIC_PATCH)
             await self.renew(name)
 
+    def _spec(self, name: str) -> dict[str, Any]:
+        return {"holderIdentity": name, "leaseDurationSeconds": self.lease_seconds, "renewTime": _micro_now()}
+
+    def _lease(self, name: str) -> dict[str, Any]:
+        lease: dict[str, Any] = {
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": name, "namespace": LEASE_NS, "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Node", "name": name, "uid": self._uids.get(name, "")}]},
+            "spec": self._spec(name),
+        }
+        if not lease["metadata"]["ownerReferences"][0]["uid"]:
+            del lease["metadata"]["ownerReferences"]
+        return lease
+
     async def renew(self, name: str) -> None:
         path = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases/{name}"
-        body = {"spec": {"holderIdentity": name, "leaseDurationSeconds": self.lease_seconds, "renewTime": _micro_now()}}
         async with self._sem:
             try:
-                await self.client.patch(path, body)
+                await self.client.patch(path, {"spec": self._spec(name)})
             except errors.NotFound:
-                lease: dict[str, Any] = {
-                    "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": {"name": name, "namespace": LEASE_NS, "ownerReferences": [
-                        {"apiVersion": "v1", "kind": "Node", "name": name, "uid": self._uids.get(name, "")}]},
-                    **body,
-                }
-                if not lease["metadata"]["ownerReferences"][0]["uid"]:
-                    del lease["metadata"]["ownerReferences"]
                 try:
-                    await self.client.create(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases", lease)
+                    await self.client.create(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases",
+                                             self._lease(name))
                 except errors.Conflict:
                     pass
 
