@@ -193,7 +193,7 @@ class AsyncClient:
             ssl_arg = _ssl_context(self.conn)
             connector = aiohttp.TCPConnector(limit=self._max_connections, ssl=ssl_arg)
             self._session = aiohttp.ClientSession(
-                connector=connector, headers=_headers(self.conn),
+                connector=connector, headers=_headers(self.conn), trust_env=True,  # proxies from the env, as httpx
                 timeout=aiohttp.ClientTimeout(total=self._timeout, connect=5.0))
         return self._session
 

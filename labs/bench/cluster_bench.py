@@ -48,7 +48,8 @@ class PhaseClock:
         """How long it took to reach each step from the one before, in order."""
         names = {"starting the control plane": "preparation (fleet, PKI, kubeconfigs)",
                  "etcd": "etcd healthy", "kube-apiserver": "API server ready",
-                 "controllers and agents": "controllers started", "kube-controller-manager": "controller manager started"}
+                 "controllers and agents": "controllers started",
+                 "kube-controller-manager": "controller manager started"}
         points = [("", self.t0), *self.marks, ("all nodes Ready", end)]
         parts = []
         for (_, before), (label, t) in zip(points, points[1:]):

@@ -34,7 +34,8 @@ def test_seed_key_changes_with_a_flag_that_shapes_bootstrap_objects(old: str, ne
 
 
 def test_seed_key_changes_with_an_added_flag() -> None:
-    assert seed.seed_path(APISERVER, [41234]) != seed.seed_path((*APISERVER, "--enable-priority-and-fairness=false"), [41234])
+    added = (*APISERVER, "--enable-priority-and-fairness=false")
+    assert seed.seed_path(APISERVER, [41234]) != seed.seed_path(added, [41234])
 
 
 def _fake_data_dir(root: Path) -> Path:
