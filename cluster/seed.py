@@ -24,6 +24,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,15 +35,18 @@ log = logging.getLogger(__name__)
 
 SEED_REVISION = 1  # bump when what goes into a seed changes in a way the flags do not show
 _CHUNK = 1 << 20
+STALE_PARTIAL_SECONDS = 900
 
 
-def _flag_fingerprint(apiserver_argv: Sequence[str], ports: Sequence[int]) -> str:
-    """A hash of the API server's flags with per-cluster values (paths, loopback URLs, ports) left out."""
+_PER_CLUSTER_FLAGS = ("--secure-port",)
+
+
+def _flag_fingerprint(apiserver_argv: Sequence[str]) -> str:
+    """A hash of the API server's flags with per-cluster values (paths, loopback URLs, its port) left out."""
     kept = []
-    port_texts = {str(p) for p in ports}
     for arg in apiserver_argv[1:]:
         flag, sep, value = arg.partition("=")
-        if sep and (value.startswith("/") or "127.0.0.1:" in value or value in port_texts):
+        if sep and (value.startswith("/") or "127.0.0.1:" in value or flag in _PER_CLUSTER_FLAGS):
             value = "<local>"
         kept.append(f"{flag}={value}" if sep else flag)
     text = "\n".join([versions.KUBERNETES_VERSION, versions.ETCD_VERSION, str(SEED_REVISION), *sorted(kept)])
@@ -55,8 +59,8 @@ def seeds_dir() -> Path:
     return Path(override) if override else binaries.cache_dir() / "seeds"
 
 
-def seed_path(apiserver_argv: Sequence[str], ports: Sequence[int]) -> Path:
-    return seeds_dir() / f"etcd-k8s-{versions.KUBERNETES_VERSION}-{_flag_fingerprint(apiserver_argv, ports)}"
+def seed_path(apiserver_argv: Sequence[str]) -> Path:
+    return seeds_dir() / f"etcd-k8s-{versions.KUBERNETES_VERSION}-{_flag_fingerprint(apiserver_argv)}"
 
 
 def sparse_copy(src: Path, dst: Path) -> None:
@@ -99,6 +103,12 @@ def restore(seed: Path, data_dir: Path) -> bool:
 def store(data_dir: Path, seed: Path) -> None:
     """Keep a cleanly stopped etcd data dir as the seed (atomically; a concurrent maker's copy wins)."""
     seed.parent.mkdir(parents=True, exist_ok=True)
+    for stale in seed.parent.glob(".partial-*"):  # left by a maker that was killed mid-copy
+        try:
+            if time.time() - stale.stat().st_mtime > STALE_PARTIAL_SECONDS:
+                shutil.rmtree(stale, ignore_errors=True)
+        except OSError:
+            pass
     tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=seed.parent))
     try:
         sparse_copy(data_dir, tmp / "etcd")

@@ -229,7 +229,7 @@ class LocalBackend(StateDir):
         self._save(state)
         specs = self._specs(bins, pki, ports, fl.node_count)
         admin = (str(pki.client_cert("admin")), str(pki.client_key("admin")))
-        seeded = not (self.dir / "etcd").exists() and self._step_seed(bins, specs, ports, prog)
+        seeded = not (self.dir / "etcd").exists() and self._step_seed(bins, specs, prog)
         prog.start("starting the control plane", len(specs))
         # Start-up order is tuned for two cores, where every program's own start-up work competes with the API
         # server's: only etcd, the API server and the node agent (which must register the nodes the moment the
@@ -257,12 +257,30 @@ class LocalBackend(StateDir):
             prog.finish()
         return self.status()
 
-    def _step_seed(self, bins: binaries.Binaries, specs: dict[str, ProcessSpec], ports: dict[str, int],
+    @classmethod
+    def prepare_seed(cls, bins: binaries.Binaries, prog: progress_mod.Progress) -> Path | None:
+        """Make the etcd bootstrap seed now (``gpulab binaries ensure`` does), so the first ``up`` is fast too.
+
+        Returns the seed's path, or None when it could not be made (``up`` will then try again).
+        """
+        probe = cls("seed-probe", Path(tempfile.gettempdir()))
+        ports = {k: 0 for k in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler")}
+        specs = probe._specs(bins, pki_mod.Pki(probe.dir / "pki"), ports, 1)
+        path = seed.seed_path(specs["kube-apiserver"].argv)
+        if not path.exists():
+            try:
+                cls._make_seed(bins, path, prog)
+            except (errors.CourseError, OSError) as exc:
+                log.warning("could not make the etcd bootstrap seed (%s)", exc)
+                return None
+        return path
+
+    def _step_seed(self, bins: binaries.Binaries, specs: dict[str, ProcessSpec],
                    prog: progress_mod.Progress) -> bool:
         """Start a new cluster's etcd from the bootstrap seed (made once per version; see ``cluster.seed``)."""
         if os.environ.get("GPULAB_ETCD_SEED", "1") == "0":
             return False
-        path = seed.seed_path(specs["kube-apiserver"].argv, list(ports.values()))
+        path = seed.seed_path(specs["kube-apiserver"].argv)
         if not path.exists():
             try:
                 self._make_seed(bins, path, prog)

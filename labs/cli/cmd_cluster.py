@@ -15,6 +15,7 @@ from rich.table import Table
 
 from cluster import backends, binaries, errors, fleet as fleet_mod, versions
 from cluster.backends.base import ClusterStatus
+from cluster.backends.local import LocalBackend
 from cluster.kube.client import Client
 from labs.cli.richprogress import RichProgress
 
@@ -156,6 +157,9 @@ def register(cli: click.Group) -> None:
         """Make sure the binaries are in the user cache; prints where they are."""
         found = binaries.ensure(RichProgress(), sources=sources or binaries.SOURCES, force=force)
         click.echo(f"{found.directory} (source: {found.source})")
+        made = LocalBackend.prepare_seed(found, RichProgress())
+        click.echo(f"etcd bootstrap seed: {made}" if made else
+                   "etcd bootstrap seed: could not be made (see the warning); `gpulab up` will try again")
 
     @binaries_group.command("path")
     def path() -> None:

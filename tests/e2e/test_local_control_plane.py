@@ -205,14 +205,14 @@ def test_seeded_cluster_has_bootstrap_objects_and_trusts_only_its_own_client_ca(
     be = local_cluster.backend
     ports = be._state()["ports"]
     specs = be._specs(binaries.ensure(LogProgress()), pki_mod.Pki(be.dir / "pki"), ports, 6)
-    assert (seed.seed_path(specs["kube-apiserver"].argv, list(ports.values())) / "member" / "snap" / "db").is_file()
+    assert (seed.seed_path(specs["kube-apiserver"].argv) / "member" / "snap" / "db").is_file()
 
 
 def test_unusable_seed_falls_back_to_an_empty_etcd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A seed without etcd's database (a broken cache) is not used: the cluster bootstraps from an empty etcd."""
     broken = tmp_path / "broken-seed"
     (broken / "member" / "wal").mkdir(parents=True)
-    monkeypatch.setattr(seed, "seed_path", lambda argv, ports: broken)
+    monkeypatch.setattr(seed, "seed_path", lambda argv: broken)
     be = LocalBackend("fallback", tmp_path / "state")
     try:
         st = be.up(fleet_mod.scaled(2), LogProgress())

@@ -22,20 +22,21 @@ def test_seed_key_ignores_ports_and_paths_of_one_cluster() -> None:
     other = ("/elsewhere/kube-apiserver", "--bind-address=127.0.0.1", "--secure-port=45555",
              "--etcd-servers=http://127.0.0.1:40999", "--tls-cert-file=/state/b/pki/apiserver.crt",
              "--service-cluster-ip-range=10.96.0.0/16", "--authorization-mode=Node,RBAC", "--v=1")
-    assert seed.seed_path(APISERVER, [41234, 40000]) == seed.seed_path(other, [45555, 40999])
+    assert seed.seed_path(APISERVER) == seed.seed_path(other)
 
 
 @pytest.mark.parametrize("old,new", [
     ("--service-cluster-ip-range=10.96.0.0/16", "--service-cluster-ip-range=10.97.0.0/16"),
     ("--authorization-mode=Node,RBAC", "--authorization-mode=RBAC"),
+    ("--v=1", "--v=2"),
 ])
 def test_seed_key_changes_with_a_flag_that_shapes_bootstrap_objects(old: str, new: str) -> None:
-    assert seed.seed_path(APISERVER, [41234]) != seed.seed_path(_with(APISERVER, old, new), [41234])
+    assert seed.seed_path(APISERVER) != seed.seed_path(_with(APISERVER, old, new))
 
 
 def test_seed_key_changes_with_an_added_flag() -> None:
     added = (*APISERVER, "--enable-priority-and-fairness=false")
-    assert seed.seed_path(APISERVER, [41234]) != seed.seed_path(added, [41234])
+    assert seed.seed_path(APISERVER) != seed.seed_path(added)
 
 
 def _fake_data_dir(root: Path) -> Path:
@@ -85,3 +86,15 @@ def test_restore_of_a_missing_or_broken_seed_leaves_no_data_dir(tmp_path: Path) 
     assert not seed.restore(broken, dest)
     assert not dest.exists()
     assert not dest.with_name("etcd.partial").exists()
+
+
+def test_store_removes_partial_copies_left_by_a_killed_maker(tmp_path: Path) -> None:
+    src = _fake_data_dir(tmp_path / "src")
+    seeds = tmp_path / "seeds"
+    old = seeds / ".partial-old"
+    (old / "etcd").mkdir(parents=True)
+    os.utime(old, (0, 0))
+    fresh = seeds / ".partial-fresh"  # another maker copying right now: left alone
+    fresh.mkdir()
+    seed.store(src, seeds / "etcd-x")
+    assert not old.exists() and fresh.exists() and (seeds / "etcd-x" / "member" / "snap" / "db").is_file()
