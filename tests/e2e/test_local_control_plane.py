@@ -224,3 +224,14 @@ def test_unusable_seed_falls_back_to_an_empty_etcd(tmp_path: Path, monkeypatch: 
             assert c.exists("/apis/rbac.authorization.k8s.io/v1/clusterroles/cluster-admin")
     finally:
         be.down(purge=True)
+
+
+def test_binaries_ensure_prepares_the_seed_that_up_uses(local_cluster: LocalCluster) -> None:
+    out = local_cluster.gpulab("binaries", "ensure").stdout
+    line = next(x for x in out.splitlines() if x.startswith("etcd bootstrap seed: "))
+    prepared = Path(line.split(": ", 1)[1])
+    be = local_cluster.backend
+    ports = be._state()["ports"]
+    specs = be._specs(binaries.ensure(LogProgress()), pki_mod.Pki(be.dir / "pki"), ports, 6)
+    assert prepared == seed.seed_path(specs["kube-apiserver"].argv)
+    assert (prepared / "member" / "snap" / "db").is_file()
