@@ -184,8 +184,16 @@ class LocalBackend(StateDir):
         with httpx.Client(verify=verify, timeout=2.0) as http:
             while time.monotonic() < deadline:
                 if not self.sup.pid(name):
+                    tail = self.sup.log_tail(name)
+                    if "no space left on device" in tail:
+                        raise errors.ClusterError(
+                            f"{name} exited during start-up: no space left on the device that holds the cluster "
+                            f"state under {self.dir}",
+                            hint=f"free some space there (`df -h {self.dir}`), then `gpulab up` again; the "
+                            f"component's log: {self.sup.log_dir / (name + '.log')}",
+                        )
                     raise errors.ClusterError(
-                        f"{name} exited during start-up:\n{self.sup.log_tail(name)}",
+                        f"{name} exited during start-up:\n{tail}",
                         hint=f"see {self.sup.log_dir / (name + '.log')}; a port clash or a corrupt state dir "
                         "are the usual causes (`gpulab down --purge` starts afresh)",
                     )
