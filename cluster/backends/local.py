@@ -266,15 +266,20 @@ class LocalBackend(StateDir):
         return self.status()
 
     @classmethod
+    def seed_location(cls, bins: binaries.Binaries) -> Path:
+        """Where the etcd bootstrap seed for these binaries and this backend's API server flags is (or will be)."""
+        probe = cls("seed-probe", Path(tempfile.gettempdir()))
+        ports = {k: 0 for k in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler")}
+        specs = probe._specs(bins, pki_mod.Pki(probe.dir / "pki"), ports, 1)
+        return seed.seed_path(specs["kube-apiserver"].argv)
+
+    @classmethod
     def prepare_seed(cls, bins: binaries.Binaries, prog: progress_mod.Progress) -> Path | None:
         """Make the etcd bootstrap seed now (``gpulab binaries ensure`` does), so the first ``up`` is fast too.
 
         Returns the seed's path, or None when it could not be made (``up`` will then try again).
         """
-        probe = cls("seed-probe", Path(tempfile.gettempdir()))
-        ports = {k: 0 for k in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler")}
-        specs = probe._specs(bins, pki_mod.Pki(probe.dir / "pki"), ports, 1)
-        path = seed.seed_path(specs["kube-apiserver"].argv)
+        path = cls.seed_location(bins)
         if not path.exists():
             try:
                 cls._make_seed(bins, path, prog)

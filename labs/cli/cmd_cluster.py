@@ -134,6 +134,11 @@ def register(cli: click.Group) -> None:
         table.add_row(f"control-plane binaries {versions.KUBERNETES_VERSION}",
                       f"[green]{found.directory}[/]" if found else "[red]missing[/]",
                       "" if found else "gpulab binaries ensure")
+        if found:
+            seed_dir = LocalBackend.seed_location(found)
+            table.add_row("etcd bootstrap seed (faster fresh starts)",
+                          f"[green]{seed_dir}[/]" if seed_dir.exists() else "absent",
+                          "" if seed_dir.exists() else "gpulab binaries ensure (or the next `gpulab up` makes it)")
         table.add_row("docker (kind backend only)", shutil.which("docker") or "absent", "")
         from cluster.backends import kindtool
 

@@ -235,3 +235,13 @@ def test_binaries_ensure_prepares_the_seed_that_up_uses(local_cluster: LocalClus
     specs = be._specs(binaries.ensure(LogProgress()), pki_mod.Pki(be.dir / "pki"), ports, 6)
     assert prepared == seed.seed_path(specs["kube-apiserver"].argv)
     assert (prepared / "member" / "snap" / "db").is_file()
+
+
+def test_doctor_reports_the_seed_and_a_healthy_cluster(local_cluster: LocalCluster,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # one table row per line
+    rows = {line.split("│")[1].strip(): line for line in local_cluster.gpulab("doctor").stdout.splitlines()
+            if line.count("│") >= 3}
+    seed_row = rows["etcd bootstrap seed (faster fresh starts)"]
+    assert "absent" not in seed_row and "seeds" in seed_row
+    assert "healthy" in rows["local cluster"]
