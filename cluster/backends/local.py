@@ -284,7 +284,7 @@ class LocalBackend(StateDir):
             try:
                 cls._make_seed(bins, path, prog)
             except (errors.CourseError, OSError) as exc:
-                log.warning("could not make the etcd bootstrap seed (%s)", exc)
+                log.warning("could not make the etcd bootstrap seed (%s); new clusters start from an empty etcd", exc)
                 return None
         return path
 
@@ -293,14 +293,9 @@ class LocalBackend(StateDir):
         """Start a new cluster's etcd from the bootstrap seed (made once per version; see ``cluster.seed``)."""
         if os.environ.get("GPULAB_ETCD_SEED", "1") == "0":
             return False
-        path = seed.seed_path(specs["kube-apiserver"].argv)
-        if not path.exists():
-            try:
-                self._make_seed(bins, path, prog)
-            except (errors.CourseError, OSError) as exc:
-                log.warning("could not make the etcd bootstrap seed (%s); starting from an empty etcd", exc)
-                return False
-        return seed.restore(path, self.dir / "etcd")
+        path = self.prepare_seed(bins, prog)
+        assert path is None or path == seed.seed_path(specs["kube-apiserver"].argv)
+        return path is not None and seed.restore(path, self.dir / "etcd")
 
     @staticmethod
     def _make_seed(bins: binaries.Binaries, path: Path, prog: progress_mod.Progress) -> None:
