@@ -38,6 +38,47 @@ class ProcessState:
     running: bool
 
 
+_PROGRAMS = frozenset({"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"})
+
+
+def _is_cluster_program(cmdline: Sequence[str]) -> bool:
+    if Path(cmdline[0]).name in _PROGRAMS:
+        return True
+    return len(cmdline) >= 3 and cmdline[1] == "-m" and cmdline[2].startswith("cluster.sim.")
+
+
+def _tracked_names(pid_dir: Path) -> list[str]:
+    try:
+        return [p.stem for p in pid_dir.glob("*.pid")]
+    except OSError:
+        return []
+
+
+def _kill_group(pid: int, sig: signal.Signals) -> bool:
+    """Signal a process's group (each of ours leads its own session); False if it is already gone."""
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return False
+    return True
+
+
+def _wait_gone(pid: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.05)
+
+
 def free_port(preferred: int | None = None) -> int:
     """A free TCP port on 127.0.0.1; ``preferred`` if it is still free (ports are kept across restarts)."""
     if preferred and port_free(preferred):
@@ -106,7 +147,13 @@ class Supervisor:
         finally:
             logf.close()
         program = " ".join(spec.argv[:2]) if Path(spec.argv[0]).name.startswith("python") else spec.argv[0]
-        self._pidfile(spec.name).write_text(f"{proc.pid}\n{program}\n")
+        try:
+            self._pidfile(spec.name).write_text(f"{proc.pid}\n{program}\n")
+        except OSError:
+            # An untracked process would outlive `down`: stop it and let the caller report the disk problem.
+            _kill_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
         log.info("started %s (pid %d)", spec.name, proc.pid)
         return proc.pid
 
@@ -116,25 +163,43 @@ class Supervisor:
         self._pidfile(name).unlink(missing_ok=True)
         if pid is None:
             return False
-        try:
-            os.killpg(pid, signal.SIGTERM)
-        except ProcessLookupError:
+        if not _kill_group(pid, signal.SIGTERM):
             return False
-        except PermissionError:
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-            time.sleep(0.05)
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _wait_gone(pid, timeout)
+        _kill_group(pid, signal.SIGKILL)
         return True
 
     def stop_all(self, names: Sequence[str]) -> list[str]:
-        return [n for n in names if self.stop(n)]
+        stopped = [n for n in names if self.stop(n)]
+        for proc in self.strays():
+            log.warning("stopping %s (pid %d): it ran from this cluster's state dir without a pid file",
+                        proc.name(), proc.pid)
+            if _kill_group(proc.pid, signal.SIGTERM):
+                _wait_gone(proc.pid, 5.0)
+                _kill_group(proc.pid, signal.SIGKILL)
+        return stopped
+
+    def strays(self) -> list[psutil.Process]:
+        """Cluster programs running from this state dir that no pid file names (a safety net for ``down``).
+
+        Only our own programs count (the control-plane binaries and ``cluster.sim`` agents): a learner's shell
+        whose working directory happens to be the state dir is never touched."""
+        tracked = {pid for name in _tracked_names(self.pid_dir) if (pid := self.pid(name))}
+        try:
+            here = self.state_dir.resolve()
+        except OSError:
+            return []
+        out = []
+        for proc in psutil.process_iter(["pid", "cmdline"]):
+            try:
+                cmd = proc.info["cmdline"] or []
+                if proc.pid in tracked or not cmd or not _is_cluster_program(cmd):
+                    continue
+                if Path(proc.cwd()) == here:
+                    out.append(proc)
+            except (psutil.Error, OSError):
+                continue
+        return out
 
     def log_tail(self, name: str, lines: int = 20) -> str:
         try:
