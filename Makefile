@@ -33,11 +33,14 @@ $(VENV)/.installed: pyproject.toml
 binaries: python-deps
 	$(GPULAB) binaries ensure
 
+# Jupyter refuses to start as root unless told (containers and CI-like machines run as root).
+JUPYTER_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 course: install
 	$(GPULAB) up
 	@eval "$$($(GPULAB) env)"; echo ">> KUBECONFIG=$$KUBECONFIG"; \
 	  export KUBECONFIG PATH; \
-	  $(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(JUPYTER_PORT) --no-browser --notebook-dir=course
+	  $(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(JUPYTER_PORT) --no-browser --notebook-dir=course $(JUPYTER_ROOT_FLAG)
 
 test: install
 	$(VENV)/bin/python -m pytest -p no:cacheprovider tests

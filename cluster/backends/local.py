@@ -208,6 +208,14 @@ class LocalBackend(StateDir):
         raise errors.ClusterError(f"{name} did not become healthy within {timeout:.0f} s ({last})",
                                   hint=f"see {self.sup.log_dir / (name + '.log')}")
 
+    def _wait_api_ready(self, ports: dict[str, int], pki: pki_mod.Pki, prog: progress_mod.Progress) -> None:
+        """etcd healthy, then the API server's /readyz (as the admin, over TLS)."""
+        self._wait_http("etcd", f"http://127.0.0.1:{ports['etcd']}/health", 30)
+        prog.advance(detail="etcd")
+        admin = (str(pki.client_cert("admin")), str(pki.client_key("admin")))
+        self._wait_http("kube-apiserver", f"https://127.0.0.1:{ports['apiserver']}/readyz", 90, admin,
+                        str(pki.ca_cert))
+
     def up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, *, retain: bool = False,
            fleet_source: str | None = None) -> ClusterStatus:
         fresh = not self.exists()
@@ -236,8 +244,7 @@ class LocalBackend(StateDir):
                      kubernetes=versions.KUBERNETES_VERSION)
         self._save(state)
         specs = self._specs(bins, pki, ports, fl.node_count)
-        admin = (str(pki.client_cert("admin")), str(pki.client_key("admin")))
-        seeded = not (self.dir / "etcd").exists() and self._step_seed(bins, specs, prog)
+        seeded = not (self.dir / "etcd").exists() and self._step_seed(bins, prog)
         prog.start("starting the control plane", len(specs))
         # Start-up order is tuned for two cores, where every program's own start-up work competes with the API
         # server's: only etcd, the API server and the node agent (which must register the nodes the moment the
@@ -245,9 +252,7 @@ class LocalBackend(StateDir):
         # otherwise poll for it only once a second); the scheduler and the other agents once the nodes are Ready.
         for name in STARTED_FIRST:
             self.sup.start(specs[name])
-        self._wait_http("etcd", f"http://127.0.0.1:{ports['etcd']}/health", 30)
-        prog.advance(detail="etcd")
-        self._wait_http("kube-apiserver", f"{server}/readyz", 90, admin, str(pki.ca_cert))
+        self._wait_api_ready(ports, pki, prog)
         if seeded:
             with Client.from_kubeconfig(self.kubeconfig()) as client:
                 seed.prune_client_ca(client, pki.ca_cert.read_text())
@@ -288,13 +293,11 @@ class LocalBackend(StateDir):
                 return None
         return path
 
-    def _step_seed(self, bins: binaries.Binaries, specs: dict[str, ProcessSpec],
-                   prog: progress_mod.Progress) -> bool:
+    def _step_seed(self, bins: binaries.Binaries, prog: progress_mod.Progress) -> bool:
         """Start a new cluster's etcd from the bootstrap seed (made once per version; see ``cluster.seed``)."""
         if os.environ.get("GPULAB_ETCD_SEED", "1") == "0":
             return False
         path = self.prepare_seed(bins, prog)
-        assert path is None or path == seed.seed_path(specs["kube-apiserver"].argv)
         return path is not None and seed.restore(path, self.dir / "etcd")
 
     @staticmethod
@@ -309,9 +312,7 @@ class LocalBackend(StateDir):
             specs = maker._specs(bins, pki, ports, 1)
             maker.sup.start(specs["etcd"])
             maker.sup.start(specs["kube-apiserver"])
-            maker._wait_http("etcd", f"http://127.0.0.1:{ports['etcd']}/health", 30)
-            maker._wait_http("kube-apiserver", f"https://127.0.0.1:{ports['apiserver']}/readyz", 90,
-                             (str(pki.client_cert("admin")), str(pki.client_key("admin"))), str(pki.ca_cert))
+            maker._wait_api_ready(ports, pki, prog)
             maker.sup.stop("kube-apiserver")
             maker.sup.stop("etcd")
             seed.store(maker.dir / "etcd", path)
