@@ -28,21 +28,13 @@ from typing import Any
 import pytest
 
 from quizzes import bank
+from prerequisites import require
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 
 CHROMIUM = os.environ.get("GPULAB_CHROMIUM", "/usr/bin/chromium")
 SECTION, PHASE, LEARNER = "scheduling", "post", "browser-learner"
 FEEDBACK = re.compile(r"Correct\.|Not right\.|Partly right")
-
-
-def require(condition: bool, message: str) -> None:
-    """Missing prerequisites skip on a developer machine but fail under CI, so CI cannot skip silently."""
-    if condition:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"{message} (CI is set, so this is a failure, not a skip)")
-    pytest.skip(message)
 
 
 @dataclass

@@ -20,21 +20,13 @@ import pytest
 from cluster import binaries, fleet as fleet_mod
 from cluster.backends.local import LocalBackend
 from cluster.progress import LogProgress
+from prerequisites import require
 
 pytestmark = [pytest.mark.notebooks, pytest.mark.timeout(1800)]
 
 COURSE = Path(__file__).resolve().parents[2] / "course"
 NOTEBOOKS = sorted(p.name for p in COURSE.glob("[0-9][0-9]-*.ipynb"))
 CELL_TIMEOUT_S = 300
-
-
-def require(condition: bool, message: str) -> None:
-    """A missing prerequisite skips on a developer machine but fails under CI, so CI cannot skip silently."""
-    if condition:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"{message} (CI is set, so this is a failure, not a skip)")
-    pytest.skip(message)
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ labs, graders and quizzes, and every "Read: <module>, "<section>"" a lab hint gi
 from __future__ import annotations
 
 import ast
-import os
 import re
 from collections import Counter
 from functools import cache
@@ -22,12 +21,12 @@ import yaml
 import labs
 from graders import findings, messages
 from quizzes import bank
+from prerequisites import SEEDS, seed_text
 
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "course"
-SEEDS = ROOT.parent / "shared" / "seeds"
 OUTCOMES = COURSE / "outcomes.yaml"
 
 # Module notebooks, the quiz section each one asks, in course order.
@@ -95,16 +94,6 @@ def quiz_ids() -> frozenset[str]:
 @cache
 def lab_checks() -> frozenset[str]:
     return frozenset(f"{lab_id}/{check.id}" for lab_id in labs.list_labs() for check in labs.get(lab_id).checks)
-
-
-def seed_text(name: str) -> str:
-    path = SEEDS / name
-    if not path.is_file():
-        message = f"seed {path} is missing; the course's shared/ folder must sit beside the project"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path.read_text(encoding="utf-8")
 
 
 # --- outcomes.yaml ------------------------------------------------------------------------------------------------

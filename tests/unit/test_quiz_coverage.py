@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -10,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from quizzes import bank, coverage
+from prerequisites import SEEDS, seed_text
 
 pytestmark = pytest.mark.unit
 
-SEEDS = Path(__file__).resolve().parents[2].parent / "shared" / "seeds"
 
 # How each seed marks its questions.
 PATTERNS = {
@@ -22,16 +21,6 @@ PATTERNS = {
     "002_f6553fcc0fb70800.txt": re.compile(r"^Question \d+:", re.M),
     "004_4fe0b13908b61583.txt": re.compile(r"Question \d+\b"),
 }
-
-
-def seed_text(name: str) -> str:
-    path = SEEDS / name
-    if not path.is_file():
-        message = f"seed {path} is missing; the course's shared/ folder must sit beside the project"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path.read_text(encoding="utf-8")
 
 
 def test_coverage_list_has_no_gaps() -> None:
