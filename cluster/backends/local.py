@@ -150,6 +150,9 @@ class LocalBackend(StateDir):
                 "--use-service-account-credentials=true", "--node-monitor-period=2s",
                 # The default 20 requests a second made lifting 1,000 new nodes' not-ready taints take ~50 s.
                 "--kube-api-qps=1000", "--kube-api-burst=2000",
+                # A quota created together with its pods can be recounted from a pod cache that has not seen them
+                # yet (upstream race); only the periodic full recount repairs it, by default after 5 minutes.
+                "--resource-quota-sync-period=15s",
                 f"--node-monitor-grace-period={grace}s", "--profiling=false", allow, "--v=1",
             )),
             "kube-scheduler": ProcessSpec("kube-scheduler", (

@@ -37,6 +37,10 @@ def _setup(client: Client, ns: str) -> None:
     client.create(f"/api/v1/namespaces/{ns}/resourcequotas", {
         "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpu-quota"},
         "spec": {"hard": {"requests.nvidia.com/gpu": "10"}}})
+    # Pods created before the quota controller's first count can be recounted from a cache that has not seen
+    # them yet (an upstream race that only the periodic recount repairs), so wait as a careful admin would.
+    wait_for(lambda: "requests.nvidia.com/gpu" in client.get(f"/api/v1/namespaces/{ns}/resourcequotas/gpu-quota")
+             .get("status", {}).get("used", {}), 30, what=f"quota {ns}/gpu-quota counted")
     pinned = gpu_pod("on-h100", {"nvidia.com/gpu": "1"})
     pinned["spec"]["nodeSelector"] = {"gpulab.dev/pool": "h100"}
     create_pod(client, ns, pinned)
