@@ -79,11 +79,12 @@ class Operator:
 
 
 def ensure_operator(client: Client, installed: bool) -> None:
-    present = operator.policy_state(client) is not None or client.exists(operator.NS_PATH)
+    """Install or remove the operator. A removal does not wait the ~5 s the namespace controller takes to delete
+    the ``gpu-operator`` namespace: nothing a lab checks is in it, and an install waits for it to be gone."""
     if installed and operator.policy_state(client) is None:
         operator.install(client, wait=True, timeout=120)
-    elif not installed and present:
-        operator.uninstall(client)
+    elif not installed and operator.present(client):
+        operator.uninstall(client, wait_namespace=False)
 
 
 @dataclass(frozen=True)

@@ -136,3 +136,20 @@ def test_uninstall_removes_resources_and_labels(gpu_operator: Client, node: str)
     assert not client.exists(f"/api/v1/namespaces/{names.NAMESPACE}")
     operator.install(client, wait=True, timeout=120)
     wait_ext(client, node, {"nvidia.com/gpu": "4"}, "allocatable")
+
+
+def test_uninstall_without_waiting_for_the_namespace_then_install_again(gpu_operator: Client) -> None:
+    """A lab's removal leaves the namespace to the namespace controller (it acts on a deleted namespace after 5 s):
+    the operator's workloads are gone and the nodes stripped at once; removing again is a no-op; an install right
+    after waits for the old namespace to go and comes up ready."""
+    client = gpu_operator
+    operator.uninstall(client, wait_namespace=False)
+    ns = client.get(f"/api/v1/namespaces/{names.NAMESPACE}")
+    assert ns["metadata"].get("deletionTimestamp"), "expected the namespace still Terminating"
+    assert not client.get(f"/api/v1/namespaces/{names.NAMESPACE}/pods").get("items")
+    assert not client.exists(operator.CRD_PATH) and ext(client, "a100-0") == {}
+    assert not operator.present(client)
+    operator.uninstall(client, wait_namespace=False)  # a second removal meets the Terminating namespace
+    assert operator.install(client, wait=True, timeout=120) == "ready"
+    assert not client.get(f"/api/v1/namespaces/{names.NAMESPACE}")["metadata"].get("deletionTimestamp")
+    wait_ext(client, "a100-0", {"nvidia.com/gpu": "4"}, "allocatable")

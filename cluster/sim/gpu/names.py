@@ -10,6 +10,7 @@ NAMESPACE = "gpu-operator"
 POLICY_NAME = "cluster-policy"
 CRD_NAME = "clusterpolicies.nvidia.com"
 POLICY_PATH = "/apis/nvidia.com/v1/clusterpolicies"
+APPS_PATH = f"/apis/apps/v1/namespaces/{NAMESPACE}"  # the operator's Deployment and DaemonSets
 MIG_CONFIGMAP = "default-mig-parted-config"
 MIG_CONFIG_KEY = "config.yaml"
 DCGM_ENDPOINT_CONFIGMAP = "gpulab-dcgm-exporter"

@@ -57,6 +57,16 @@ def policy_state(client: Client) -> str | None:
         return None
 
 
+def present(client: Client) -> bool:
+    """Anything of the operator left to remove: its policy, its CRD, or a namespace not already being deleted."""
+    if policy_state(client) is not None or client.exists(CRD_PATH):
+        return True
+    try:
+        return not client.get(NS_PATH)["metadata"].get("deletionTimestamp")
+    except errors.NotFound:
+        return False
+
+
 def install(client: Client, *, wait: bool = True, timeout: float = 90.0) -> str:
     """Install the operator (idempotent); returns the policy state. Waits for ``ready`` when ``wait``."""
     if client.exists(NS_PATH) and client.get(NS_PATH).get("status", {}).get("phase") == "Terminating":
@@ -78,19 +88,22 @@ def install(client: Client, *, wait: bool = True, timeout: float = 90.0) -> str:
     return policy_state(client) or ""
 
 
-def uninstall(client: Client, *, timeout: float = 90.0) -> None:
-    """Remove the operator, its operands and everything it put on nodes (MIG layouts stay: they are hardware)."""
+def uninstall(client: Client, *, timeout: float = 90.0, wait_namespace: bool = True) -> None:
+    """Remove the operator, its operands and everything it put on nodes (MIG layouts stay: they are hardware).
+
+    The ``gpu-operator`` namespace goes last. Upstream's namespace controller acts on a deleted namespace only
+    after 5 s (``namespaceDeletionGracePeriod``), so ``wait_namespace=False`` returns while it is still
+    Terminating; ``install`` waits for it to be gone before creating it again."""
     for path in (POLICY, *(f"{dra.CLASSES_PATH}/{n}" for n in names.DEVICE_CLASSES)):
         try:
             client.delete(path)
         except errors.NotFound:
             pass
+    _remove_workloads(client)
     try:
         client.delete(NS_PATH)
-    except errors.NotFound:
+    except (errors.NotFound, errors.Conflict):  # Conflict: already being deleted
         pass
-    _wait("the gpu-operator namespace to be deleted", lambda: not client.exists(NS_PATH), timeout,
-          "gpulab status (the controller manager deletes namespaces)")
     try:
         client.delete(CRD_PATH)
     except errors.NotFound:
@@ -103,6 +116,28 @@ def uninstall(client: Client, *, timeout: float = 90.0) -> None:
             client.delete(f"{dra.SLICES_PATH}/{s['metadata']['name']}")
         except errors.NotFound:
             pass
+    if wait_namespace:
+        _wait("the gpu-operator namespace to be deleted", lambda: not client.exists(NS_PATH), timeout,
+              "gpulab status (the controller manager deletes namespaces)")
+
+
+WORKLOADS = tuple(f"{names.APPS_PATH}/{kind}" for kind in ("deployments", "daemonsets", "replicasets"))
+
+
+def _remove_workloads(client: Client, *, settle: float = 20.0) -> None:
+    """What ``helm uninstall`` leaves behind it: the operator Deployment and the operand DaemonSets deleted and
+    their pods gone, before the namespace itself is deleted.
+
+    A namespace deleted while pods still run in it is looked at again only after half their grace period (15 s
+    for the default 30 s); deleted first, the pods are gone in about a second and the namespace goes in one pass.
+    The GPU stack may re-create a DaemonSet until it sees the policy gone, so deletion repeats while pods remain.
+    If pods still remain after ``settle`` seconds (no pod agent running), the namespace deletion takes over."""
+    deadline = time.monotonic() + settle
+    while client.get(f"{NS_PATH}/pods", limit=1).get("items") and time.monotonic() < deadline:
+        for collection in WORKLOADS:
+            if client.get(collection, limit=1).get("items"):
+                client.delete(collection, propagationPolicy="Background")
+        time.sleep(0.2)
 
 
 def _strip_nodes(client: Client) -> None:

@@ -12,7 +12,7 @@ from cluster.kube.client import AsyncClient
 from cluster.sim.gpu import hoststate, manifests, names, operands, policy as policy_mod, world as world_mod
 
 log = logging.getLogger("gpulab.gpu-stack.operator")
-APPS = f"/apis/apps/v1/namespaces/{names.NAMESPACE}"
+APPS = names.APPS_PATH
 
 
 def wanted_daemonsets(pol: policy_mod.Policy | None) -> dict[str, bool]:
