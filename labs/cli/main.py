@@ -5,15 +5,16 @@ Our own failures (``CourseError``) end as one readable message and exit code 1, 
 
 from __future__ import annotations
 
+import gc
 import importlib
 import logging
 import pkgutil
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
-from cluster import errors
+from cluster import errors, versions
 
 import labs.cli
 
@@ -58,8 +59,13 @@ class LazyGroup(click.Group):
         return self.commands.get(cmd_name)
 
 
+VERSION_MESSAGE = (f"%(prog)s %(version)s (control plane: Kubernetes {versions.KUBERNETES_VERSION}, "
+                   f"etcd {versions.ETCD_VERSION})")
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
+@click.version_option(None, "--version", package_name="gpulab", message=VERSION_MESSAGE)
 def cli(verbose: int) -> None:
     """gpulab: learn how Kubernetes schedules GPUs, on a real control plane with simulated GPU nodes."""
     level = logging.WARNING - 10 * min(verbose, 2)
@@ -96,5 +102,17 @@ def main(argv: list[str] | None = None) -> int:
     return rv if isinstance(rv, int) else 0
 
 
+def run() -> NoReturn:
+    """The ``gpulab`` console script: ``main``, then exit without the interpreter's shutdown collections.
+
+    ``gc.freeze()`` moves every live object out of the collector's sight, so the collections the interpreter runs
+    while tearing down ~500 imported modules find nothing to scan; that teardown cost ~0.3 s at the end of every
+    command (measured after ``gpulab up``: 0.28-0.41 s, with the freeze 0.05 s). Atexit handlers and stream
+    flushes still run. Not in ``main``: tests call it in-process and need a working collector afterwards."""
+    code = main()
+    gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

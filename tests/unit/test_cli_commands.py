@@ -37,3 +37,19 @@ def test_cluster_commands_do_not_load_graders_quizzes_or_the_bench() -> None:
             "or m.startswith('labs.bench') or m == 'aiohttp'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_version_names_the_pinned_control_plane() -> None:
+    """`gpulab --version` through the console script's entry (``run``): the package and the pinned binaries."""
+    from cluster import versions
+
+    out = subprocess.run([sys.executable, "-m", "labs.cli.main", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("gpulab 0.") and versions.KUBERNETES_VERSION in out.stdout
+    assert versions.ETCD_VERSION in out.stdout
+
+
+def test_console_script_exit_code_is_the_commands() -> None:
+    """``run`` exits with ``main``'s code: an unknown command is a usage error (2)."""
+    out = subprocess.run([sys.executable, "-m", "labs.cli.main", "no-such-command"], capture_output=True, text=True)
+    assert out.returncode == 2 and "No such command" in out.stderr
