@@ -128,8 +128,9 @@ def _remove_workloads(client: Client, *, settle: float = 20.0) -> None:
     """What ``helm uninstall`` leaves behind it: the operator Deployment and the operand DaemonSets deleted and
     their pods gone, before the namespace itself is deleted.
 
-    A namespace deleted while pods still run in it is looked at again only after half their grace period (15 s
-    for the default 30 s); deleted first, the pods are gone in about a second and the namespace goes in one pass.
+    A namespace deleted while pods still run in it is looked at again only after half their grace period plus
+    1 s (16 s for the default 30 s); deleted first, the pods are gone in about a second and the namespace goes in
+    one pass.
     The GPU stack may re-create a DaemonSet until it sees the policy gone, so deletion repeats while pods remain.
     If pods still remain after ``settle`` seconds (no pod agent running), the namespace deletion takes over."""
     deadline = time.monotonic() + settle

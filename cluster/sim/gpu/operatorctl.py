@@ -12,7 +12,6 @@ from cluster.kube.client import AsyncClient
 from cluster.sim.gpu import hoststate, manifests, names, operands, policy as policy_mod, world as world_mod
 
 log = logging.getLogger("gpulab.gpu-stack.operator")
-APPS = names.APPS_PATH
 
 
 def wanted_daemonsets(pol: policy_mod.Policy | None) -> dict[str, bool]:
@@ -65,10 +64,11 @@ class OperatorController:
     async def sync_workloads(self) -> None:
         pol = self.world.policy
         for operand, wanted in wanted_daemonsets(pol).items():
-            path = f"{APPS}/daemonsets/{ds_name(operand)}"
-            await (self._ensure(f"{APPS}/daemonsets", manifests.daemonset(operand)) if wanted else self._delete(path))
+            path = f"{names.APPS_PATH}/daemonsets/{ds_name(operand)}"
+            collection = f"{names.APPS_PATH}/daemonsets"
+            await (self._ensure(collection, manifests.daemonset(operand)) if wanted else self._delete(path))
         if pol is not None:
-            await self._ensure(f"{APPS}/deployments", manifests.operator_deployment())
+            await self._ensure(f"{names.APPS_PATH}/deployments", manifests.operator_deployment())
 
     async def _ensure(self, collection: str, body: dict[str, Any]) -> None:
         try:
