@@ -153,3 +153,33 @@ def test_uninstall_without_waiting_for_the_namespace_then_install_again(gpu_oper
     assert operator.install(client, wait=True, timeout=120) == "ready"
     assert not client.get(f"/api/v1/namespaces/{names.NAMESPACE}")["metadata"].get("deletionTimestamp")
     wait_ext(client, "a100-0", {"nvidia.com/gpu": "4"}, "allocatable")
+
+
+def test_restarted_gpu_stack_never_strips_a_node(local_cluster, gpu_operator: Client) -> None:
+    """A GPU stack that crashed and is started again must not treat the cluster as operator-less while it has not
+    yet read the ClusterPolicy: no GPU node may lose its resources, even for a moment (seen as a CI failure:
+    a100-0's allocatable briefly empty right after `gpulab up` restarted the stack)."""
+    import os
+    import signal
+    import time
+
+    client = gpu_operator
+    gpu_nodes = ("a100-0", "a100-1", "h100-0", "l40s-0", "t4-0")
+    before = {n: ext(client, n, "allocatable") for n in gpu_nodes}
+    assert all(before.values()), before
+    start_rv = client.get("/api/v1/nodes")["metadata"]["resourceVersion"]
+    sup = local_cluster.backend.sup
+    os.kill(sup.pid("gpu-stack"), signal.SIGKILL)
+    wait_for(lambda: sup.pid("gpu-stack") is None, 10, what="gpu-stack gone")
+    local_cluster.gpulab("up")
+    time.sleep(5)  # the restarted stack lists nodes and the policy within about a second of starting
+    seen = []
+    for ev in client.watch("/api/v1/nodes", resource_version=start_rv, timeout_seconds=1):
+        node = ev.get("object", {})
+        name = node.get("metadata", {}).get("name")
+        if ev.get("type") == "MODIFIED" and name in before:
+            now = {k: v for k, v in node.get("status", {}).get("allocatable", {}).items() if k.startswith("nvidia.com/")}
+            seen.append((name, now))
+    changed = [(n, a) for n, a in seen if a != before[n]]
+    assert not changed, f"GPU resources changed while the stack restarted: {changed[:5]}"
+    assert {n: ext(client, n, "allocatable") for n in gpu_nodes} == before

@@ -30,6 +30,7 @@ class NodeReconciler:
         self.kubelet = events.Recorder(client, "kubelet")
         self.queue = WorkQueue(self.reconcile)
         self.validated_at: dict[str, float] = {}
+        self._looked_at: set[str] = set()  # nodes this process has judged at least once
         self.operand_states: dict[str, dict[str, operands.OperandState]] = {}
         self.slices: dict[str, str] = {}  # node -> JSON of the devices last published
         self.mig = migrunner.MigRunner(client, world, events.Recorder(client, "nvidia-mig-manager"))
@@ -45,6 +46,13 @@ class NodeReconciler:
             self.validated_at.pop(name, None)
             return False
         at = self.validated_at.get(name)
+        first_look = name not in self._looked_at
+        self._looked_at.add(name)
+        if at is None and first_look and _advertised(node):
+            # The validator's result lives on the host (its ready files under /run/nvidia/validations), so a stack
+            # started again finds a node that already hands out GPUs validated and does not gate it a second time.
+            self.validated_at[name] = time.monotonic()
+            return True
         if at is None:
             self.validated_at[name] = time.monotonic() + VALIDATION_SECONDS
             self.queue.add_after(name, VALIDATION_SECONDS + 0.02)
@@ -174,3 +182,8 @@ class NodeReconciler:
             if node:
                 self.slices[node] = json.dumps(s["spec"].get("devices", []), sort_keys=True)
 
+
+def _advertised(node: dict[str, Any]) -> bool:
+    """Whether the node hands out some ``nvidia.com/`` resource now (only a validated node can)."""
+    alloc = node.get("status", {}).get("allocatable") or {}
+    return any(k.startswith("nvidia.com/") and str(v) not in ("0", "") for k, v in alloc.items())

@@ -39,6 +39,10 @@ class Stack:
         self.pod_informer = informer.Informer(client, "/api/v1/pods", self.on_pod, fieldSelector="spec.nodeName!=")
         self.cm_informer = informer.Informer(client, f"/api/v1/namespaces/{names.NAMESPACE}/configmaps", self.on_configmap)
         self._endpoint_published = False
+        # Set once the ClusterPolicy (or its absence) is known. Nodes are reconciled only after that: a stack started
+        # again after a crash would otherwise take "no policy read yet" for "operator uninstalled" and strip every
+        # GPU node's resources and labels until the policy arrived.
+        self.policy_known = asyncio.Event()
 
     # --- event handlers ---------------------------------------------------------------------------------------
 
@@ -79,7 +83,9 @@ class Stack:
                 self.nodes.queue.add(name)
 
     async def on_policy(self, obj: dict[str, Any] | None) -> None:
-        if not self.world.set_policy(obj):
+        changed = self.world.set_policy(obj)
+        self.policy_known.set()
+        if not changed:
             return
         log.info("ClusterPolicy %s", "removed" if obj is None else "changed")
         self._enqueue_gpu_nodes()  # nodes first: DaemonSet bookkeeping must not delay what learners watch
@@ -141,7 +147,7 @@ class Stack:
     async def run(self) -> None:
         self.exporter.serve()
         tasks = [asyncio.ensure_future(t) for t in (self.node_informer.run(), self.pod_informer.run(),
-                                                     self.cm_informer.run(), self.nodes.queue.run())]
+                                                     self.cm_informer.run())]
         await self.node_informer.synced.wait()
         await self.pod_informer.synced.wait()
         await self.cm_informer.synced.wait()
@@ -149,7 +155,9 @@ class Stack:
             await self.nodes.adopt_slices()
         except errors.CourseError as exc:
             log.warning("could not list ResourceSlices: %s", exc)
-        tasks += [asyncio.ensure_future(t) for t in (self.policy_loop(), self.status_loop(), self.exporter.run())]
+        tasks.append(asyncio.ensure_future(self.policy_loop()))
+        await self.policy_known.wait()  # nodes queued meanwhile wait in the queue
+        tasks += [asyncio.ensure_future(t) for t in (self.nodes.queue.run(), self.status_loop(), self.exporter.run())]
         await asyncio.gather(*tasks)
 
 
