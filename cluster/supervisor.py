@@ -123,6 +123,21 @@ class Supervisor:
             return None
         return pid if cmd and program.strip() in " ".join(cmd) else None
 
+    def how_it_ended(self, name: str) -> str:
+        """How a process this supervisor started and that has exited ended ("exit code 1", "killed by SIGKILL"), as
+        far as we can still tell: only a child of this very process can be asked; otherwise "".
+        Collects (reaps) the exited child."""
+        try:
+            pid = int(self._pidfile(name).read_text().partition("\n")[0])
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except (OSError, ValueError):
+            return ""
+        if done != pid:
+            return ""
+        if os.WIFSIGNALED(status):
+            return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
+        return f"exit code {os.WEXITSTATUS(status)}" if os.WIFEXITED(status) else ""
+
     def state(self, name: str) -> ProcessState:
         pid = self.pid(name)
         return ProcessState(name, pid, pid is not None)

@@ -195,8 +195,9 @@ class LocalBackend(StateDir):
                             hint=f"free some space there (`df -h {self.dir}`), then `gpulab up` again; the "
                             f"component's log: {self.sup.log_dir / (name + '.log')}",
                         )
+                    ended = self.sup.how_it_ended(name)
                     raise errors.ClusterError(
-                        f"{name} exited during start-up:\n{tail}",
+                        f"{name} exited during start-up{f' ({ended})' if ended else ''}:\n{tail}",
                         hint=f"see {self.sup.log_dir / (name + '.log')}; a port clash or a corrupt state dir "
                         "are the usual causes (`gpulab down --purge` starts afresh)",
                     )
