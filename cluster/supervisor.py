@@ -107,13 +107,19 @@ class Supervisor:
     def _pidfile(self, name: str) -> Path:
         return self.pid_dir / f"{name}.pid"
 
-    def pid(self, name: str) -> int | None:
-        """The recorded pid if that process is alive and still runs the program we started."""
+    def _recorded(self, name: str) -> tuple[int, str] | None:
+        """The pid and program the pid file names, if it can be read."""
         try:
             pid_text, _, program = self._pidfile(name).read_text().partition("\n")
-            pid = int(pid_text)
+            return int(pid_text), program
         except (OSError, ValueError):
             return None
+
+    def pid(self, name: str) -> int | None:
+        """The recorded pid if that process is alive and still runs the program we started."""
+        if (recorded := self._recorded(name)) is None:
+            return None
+        pid, program = recorded
         try:
             proc = psutil.Process(pid)
             if proc.status() == psutil.STATUS_ZOMBIE:
@@ -127,10 +133,12 @@ class Supervisor:
         """How a process this supervisor started and that has exited ended ("exit code 1", "killed by SIGKILL"), as
         far as we can still tell: only a child of this very process can be asked; otherwise "".
         Collects (reaps) the exited child."""
+        if (recorded := self._recorded(name)) is None:
+            return ""
+        pid = recorded[0]
         try:
-            pid = int(self._pidfile(name).read_text().partition("\n")[0])
             done, status = os.waitpid(pid, os.WNOHANG)
-        except (OSError, ValueError):
+        except OSError:  # not our child, or already collected
             return ""
         if done != pid:
             return ""
