@@ -16,9 +16,10 @@ import click
 from cluster import errors as course_errors
 
 import quizzes
-from quizzes import bank, coverage, errors, model, render, report, store, validate
+from quizzes import bank, bankcheck, coverage, errors, model, render, report, store, validate
 
 log = logging.getLogger(__name__)
+COURSE_OUTCOMES = Path(__file__).resolve().parents[2] / "course" / "outcomes.yaml"
 
 
 def register(cli: click.Group) -> None:
@@ -62,7 +63,9 @@ def list_banks() -> None:
 def validate_banks(files: tuple[Path, ...]) -> None:
     """Check quiz bank files (default: the built-in banks and the seed coverage list).
 
-    Every problem of every file is reported, each with its path in the file.
+    Every problem of every file is reported, each with its path in the file. Each bank also gets the bank
+    check (quizzes.bankcheck): its figures are printed, and a bank a test-wise learner could pass without
+    knowing the subject fails.
     """
     chosen = list(files) or bank.bank_paths()
     problems: list[str] = []
@@ -70,13 +73,19 @@ def validate_banks(files: tuple[Path, ...]) -> None:
     for path in chosen:
         with _course_errors():
             found, issues = _problems(path)
-        if found is not None and not issues:
+        checked = bankcheck.check(found) if found is not None else None
+        if found is not None and checked is not None and not issues:
             loaded.append(found)
-            click.echo(f"ok      {path} ({len(found.items)} items: {len(found.items_for('pre'))} pre, "
-                       f"{len(found.items_for('post'))} post)")  # fmt: skip
+            status = "ok" if checked.passed else "cued"
+            broken = f"; bank check: {len(checked.failures)} rule(s) broken" if checked.failures else ""
+            click.echo(f"{status:<7} {path} ({len(found.items)} items: {len(found.items_for('pre'))} pre, "
+                       f"{len(found.items_for('post'))} post{broken})")  # fmt: skip
         else:
             click.echo(f"invalid {path} ({len(issues)} problem(s))")
         problems += [f"{path}: {p}" for p in issues]
+        if checked is not None:
+            click.echo(bankcheck.text(checked))
+            problems += [f"{path}: bank check {f.rule}: {f.message}" for f in checked.failures]
     problems += validate.check_all(loaded)
     if not files:
         with _course_errors():
@@ -84,9 +93,29 @@ def validate_banks(files: tuple[Path, ...]) -> None:
         gaps = coverage.check(questions, loaded)
         problems += [f"{coverage.COVERAGE_FILE}: {p}" for p in gaps]
         click.echo(f"{'ok' if not gaps else 'invalid':<7} {coverage.COVERAGE_FILE} ({len(questions)} seed questions)")
+        problems += _course_outcomes(loaded)
     if problems:
         raise course_errors.ConfigError("the set of quiz banks", problems, hint="fix the fields named above and run "
                                         "gpulab quiz validate again")  # fmt: skip
+
+
+def _course_outcomes(banks: Sequence[model.Bank]) -> list[str]:
+    """Rule 5 of the bank check over the course's learning outcomes (``kind: outcome`` in course/outcomes.yaml)."""
+    if not COURSE_OUTCOMES.is_file():
+        return []  # an installed package without the course folder has only the banks' own outcomes
+    with _course_errors():
+        doc = bank.read_yaml(COURSE_OUTCOMES)
+    mapped: dict[str, list[str]] = {}
+    seeds = doc.get("seeds") if isinstance(doc, dict) else None
+    for seed in seeds if isinstance(seeds, list) else []:
+        entries = seed.get("entries") if isinstance(seed, dict) else None
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict) and entry.get("kind") == "outcome" and isinstance(entry.get("quiz"), list):
+                mapped[str(entry.get("id"))] = [str(i) for i in entry["quiz"]]
+    gaps = bankcheck.course_outcome_gaps(mapped, banks)
+    click.echo(f"{'ok' if not gaps else 'invalid':<7} {COURSE_OUTCOMES} ({len(mapped)} learning outcomes, "
+               f"{len(mapped) - len(gaps)} with a pre and a post item)")  # fmt: skip
+    return [f"{COURSE_OUTCOMES}: bank check outcome-phases: {g}" for g in gaps]
 
 
 def _problems(path: Path) -> tuple[model.Bank | None, list[str]]:
