@@ -80,12 +80,47 @@ def learner_html(results: Sequence[SectionResult]) -> str:
     return f"<table class='gpulab-quiz-results'><caption>{wording.RESULTS_CAPTION}</caption>{head}{body}</table>"
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> str:
+    """A CSV cell a spreadsheet shows as text: a cell starting with = + - @ tab or CR (which Excel, LibreOffice
+    and Google Sheets read as a formula) gets a leading apostrophe, unless it is a plain number such as -0.25.
+    Learner ids and responses come from learners' stores, so any of them may be a formula.
+    """
+    text = "" if value is None else str(value)
+    if text.startswith(_FORMULA_START) and not _is_number(text):
+        return "'" + text
+    return text
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return text.strip() == text and text.lower().lstrip("+-") not in ("nan", "inf", "infinity")
+
+
+class _SafeWriter:
+    """``csv.DictWriter`` whose every cell goes through ``csv_cell``."""
+
+    def __init__(self, writer: csv.DictWriter[str]) -> None:
+        self._writer = writer
+
+    def writeheader(self) -> None:
+        self._writer.writeheader()
+
+    def writerow(self, row: dict[str, object]) -> None:
+        self._writer.writerow({k: csv_cell(v) for k, v in row.items()})
+
+
 def write_csv(report: ClassReport, path: Path) -> None:
     """One row per section (level=section) and per item and phase (level=item)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS)
+            writer = _SafeWriter(csv.DictWriter(handle, fieldnames=CSV_FIELDS))
             writer.writeheader()
             for s in report.sections:
                 writer.writerow({"level": "section", "section": s.section, "learners": s.matched,

@@ -16,7 +16,7 @@ import click
 from cluster import errors as course_errors
 
 import quizzes
-from quizzes import bank, bankcheck, coverage, errors, model, render, report, store, validate
+from quizzes import bank, bankcheck, collect, coverage, errors, model, render, report, validate
 
 log = logging.getLogger(__name__)
 COURSE_OUTCOMES = Path(__file__).resolve().parents[2] / "course" / "outcomes.yaml"
@@ -137,13 +137,16 @@ def report_cmd(stores: tuple[Path, ...], csv_path: Path | None, plot_path: Path 
     """Aggregate learners' answer stores into per-section and per-item statistics.
 
     STORES are SQLite files written by the quiz widget, or folders searched for *.sqlite3 files (for example
-    an nbgrader submitted/ folder). A store that cannot be read is skipped and reported at the end.
+    an nbgrader submitted/ folder). Every response is graded again from the bank. A store that cannot be read,
+    malformed rows, and rows a store holds for a learner other than its owner are left out and reported at the
+    end (exit code 1); the rest of the class is reported.
     """
     with _course_errors():
         banks = bank.load_banks(bank_files) if bank_files else list(quizzes.builtin_banks())
     paths = list(_expand(stores))
-    answers, skipped = _read_all(paths)
-    if len(skipped) == len(paths):
+    collected = collect.collect(paths, banks)
+    answers, skipped = list(collected.answers), collected.problems
+    if not collected.readable:
         raise course_errors.ConfigError("the quiz stores given", skipped or [f"no *.sqlite3 file in {', '.join(map(str, stores))}"],
                                         hint="pass the quiz-answers.sqlite3 files collected from learners")  # fmt: skip
     if learner is not None:
@@ -151,6 +154,9 @@ def report_cmd(stores: tuple[Path, ...], csv_path: Path | None, plot_path: Path 
             raise course_errors.CourseError(f"no answers from learner '{learner}' in the stores given",
                                             hint="gpulab quiz report STORES... lists the learners found")  # fmt: skip
         click.echo(render.learner_text(report.learner_view(banks, answers, learner)))
+        if skipped:
+            raise course_errors.ConfigError("some quiz stores", skipped, hint="the view above leaves out what is "
+                                            "listed here")  # fmt: skip
         return
     result = report.aggregate(banks, answers)
     click.echo(render.class_text(result))
@@ -164,7 +170,8 @@ def report_cmd(stores: tuple[Path, ...], csv_path: Path | None, plot_path: Path 
             plot.pre_post_chart(result, plot_path)
             click.echo(f"wrote {plot_path}")
     if skipped:
-        raise course_errors.ConfigError("some quiz stores", skipped, hint="the report above leaves them out")
+        raise course_errors.ConfigError("some quiz stores", skipped, hint="the report above leaves out what is "
+                                        "listed here; the rest of each store counts")  # fmt: skip
 
 
 def _expand(paths: Sequence[Path]) -> Iterator[Path]:
@@ -173,22 +180,3 @@ def _expand(paths: Sequence[Path]) -> Iterator[Path]:
             yield from sorted(path.rglob("*.sqlite3"))
         else:
             yield path
-
-
-def _read_all(paths: Sequence[Path]) -> tuple[list[store.Answer], list[str]]:
-    """Every answer from every readable store (duplicates across stores dropped), and the stores skipped."""
-    answers: dict[tuple[str, str, str, str, int], store.Answer] = {}
-    skipped: list[str] = []
-    for path in paths:
-        try:
-            with store.Store.read_only(path) as opened:
-                found = opened.answers()
-        except errors.StoreError as exc:
-            skipped.append(str(exc))
-            continue
-        for answer in found:
-            key = (answer.learner, answer.section, answer.phase, answer.item, answer.attempt)
-            answers.setdefault(key, answer)
-        log.info("read %d answers from %s", len(found), path)
-    return list(answers.values()), skipped
-
