@@ -16,10 +16,12 @@ import click
 from cluster import errors as course_errors
 
 import quizzes
-from quizzes import bank, bankcheck, collect, coverage, errors, model, render, report, validate
+from quizzes import analysis, bank, bankcheck, collect, coverage, errors, model, render, report, validate
 
 log = logging.getLogger(__name__)
 COURSE_OUTCOMES = Path(__file__).resolve().parents[2] / "course" / "outcomes.yaml"
+DEFAULT_PLOT = Path("quiz-report.png")
+DEFAULT_ITEM_PLOT = Path("quiz-item-analysis.png")
 
 
 def register(cli: click.Group) -> None:
@@ -128,11 +130,15 @@ def _problems(path: Path) -> tuple[model.Bank | None, list[str]]:
 @quiz.command("report")
 @click.argument("stores", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), help="Write per-section and per-item rows here.")
-@click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write a PNG chart of pre vs post here.")
+@click.option("--plot", "plot_path", type=click.Path(path_type=Path), is_flag=False, flag_value=DEFAULT_PLOT,
+              help=f"Write a PNG chart of pre vs post here (--plot alone: {DEFAULT_PLOT}).")
+@click.option("--item-plot", "item_plot_path", type=click.Path(path_type=Path), is_flag=False,
+              flag_value=DEFAULT_ITEM_PLOT, help="Write the item-analysis PNG here: gain per learning outcome and "
+              f"difficulty against discrimination per item (--item-plot alone: {DEFAULT_ITEM_PLOT}).")
 @click.option("--bank", "bank_files", multiple=True, type=click.Path(path_type=Path),
               help="Use these bank files instead of the built-in banks (repeatable).")
 @click.option("--learner", help="Show only this learner's pre score, post score and gain per section.")  # fmt: skip
-def report_cmd(stores: tuple[Path, ...], csv_path: Path | None, plot_path: Path | None,
+def report_cmd(stores: tuple[Path, ...], csv_path: Path | None, plot_path: Path | None, item_plot_path: Path | None,
                bank_files: tuple[Path, ...], learner: str | None) -> None:  # fmt: skip
     """Aggregate learners' answer stores into per-section and per-item statistics.
 
@@ -159,16 +165,21 @@ def report_cmd(stores: tuple[Path, ...], csv_path: Path | None, plot_path: Path 
                                             "listed here")  # fmt: skip
         return
     result = report.aggregate(banks, answers)
-    click.echo(render.class_text(result))
+    items = analysis.analyse(banks, answers)
+    click.echo(render.class_text(result, items))
     with _course_errors():
         if csv_path:
-            render.write_csv(result, csv_path)
+            render.write_csv(result, csv_path, items)
             click.echo(f"\nwrote {csv_path}")
-        if plot_path:
+        if plot_path or item_plot_path:
             from quizzes import plot
 
-            plot.pre_post_chart(result, plot_path)
-            click.echo(f"wrote {plot_path}")
+            if plot_path:
+                plot.pre_post_chart(result, plot_path)
+                click.echo(f"wrote {plot_path}")
+            if item_plot_path:
+                plot.item_analysis_chart(items, item_plot_path)
+                click.echo(f"wrote {item_plot_path}")
     if skipped:
         raise course_errors.ConfigError("some quiz stores", skipped, hint="the report above leaves out what is "
                                         "listed here; the rest of each store counts")  # fmt: skip
