@@ -8,8 +8,10 @@ broken, hostile or speak for someone else. The rules:
 - A store's **owner** is the learner named by a folder on its path (the nbgrader layout), else its only
   learner. Rows for any other learner in an owned store are refused and reported. A store with several learners
   and no owner on its path is a shared (per-machine) store: its learners are taken as they are.
-- A learner found in several stores is never merged: the one store whose path names them wins and the others'
-  rows for them are refused; when no store or several name them, none is used and the conflict is reported.
+- A learner found in several stores: only the stores whose path names them count (nbgrader keeps one folder
+  per assignment under the student's folder, so these are combined; an attempt found twice keeps the earlier
+  answer); the other stores' rows for them are refused. When no store names them, none is used and the
+  conflict is reported. Rows are never taken from a store that is not the learner's own.
 
 Every answer that comes out has been graded again from the banks (``report.rescore``). Nothing here prints.
 """
@@ -96,20 +98,33 @@ def collect(paths: Sequence[Path], banks: Sequence[model.Bank], *,
         for learner in sorted({a.learner for a in read.answers}):
             holders[learner].append(read)
     for learner, found in holders.items():
-        if len(found) < 2:
-            continue
-        named = [r for r in found if r.owner == learner and r.named]
-        keep = named[0] if len(named) == 1 else None
-        for read in found:
-            if read is keep:
-                continue
-            dropped = sum(1 for a in read.answers if a.learner == learner)
-            read.answers = [a for a in read.answers if a.learner != learner]
-            where = f"{keep.path} (its folder is named {learner})" if keep else "none of them (no single store is "
-            where += "" if keep else f"in a folder named {learner})"
-            read.problems.append(f"{read.path}: {dropped} answer(s) of learner {learner} refused: {learner} is in "
-                                 f"{len(found)} stores; used {where}")  # fmt: skip
+        if len(found) > 1:
+            _resolve(learner, found)
     results = tuple(StoreResult(str(r.path), r.owner, r.named, len(r.answers), tuple(r.problems), r.failed)
                     for r in reads)  # fmt: skip
     answers = tuple(a for r in reads for a in r.answers)
     return Collection(answers, results)
+
+
+def _resolve(learner: str, found: Sequence[_Read]) -> None:
+    """Keep a learner's rows only from the stores whose path names them; report what is refused."""
+    named = [r for r in found if r.owner == learner and r.named]
+    for read in found:
+        if read in named:
+            continue
+        dropped = sum(1 for a in read.answers if a.learner == learner)
+        read.answers = [a for a in read.answers if a.learner != learner]
+        used = (", ".join(str(r.path) for r in named) + f" (in a folder named {learner})" if named else
+                f"none of them (no store is in a folder named {learner})")  # fmt: skip
+        read.problems.append(f"{read.path}: {dropped} answer(s) of learner {learner} refused: {learner} is in "
+                             f"{len(found)} stores; used {used}")  # fmt: skip
+    rows = sorted(((a.answered_at, str(r.path), n, a, r) for r in named for n, a in enumerate(r.answers)
+                   if a.learner == learner), key=lambda row: row[:3])  # fmt: skip
+    seen: set[tuple[str, str, str, int]] = set()
+    for _, _, _, answer, read in rows:
+        key = (answer.section, answer.phase, answer.item, answer.attempt)
+        if key in seen:
+            read.answers.remove(answer)
+            read.problems.append(f"{read.path}: {answer.item} attempt {answer.attempt} of {learner} is also in "
+                                 "another of their stores; the earlier answer is kept")  # fmt: skip
+        seen.add(key)

@@ -281,9 +281,14 @@ class Store:
             raise self._error("could not read it", exc) from exc
 
 
+MAX_NAME = 200  # characters in a learner, section or item id
+
+
 def _text(value: object, what: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{what} is {value!r}, not a name")
+    """A learner, section or item id: printable text of reasonable length (it reaches terminals and CSV files)."""
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME or not value.isprintable():
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise ValueError(f"{what} is {shown}, not a printable name of at most {MAX_NAME} characters")
     return value
 
 

@@ -216,3 +216,32 @@ def test_csv_cells_never_start_a_formula(tmp_path: Path) -> None:
     assert formulas == []
     assert "'=HYPERLINK(\"http://x\")" in cells
     assert render.csv_cell("-0.25") == "-0.25" and render.csv_cell("-1+1") == "'-1+1"
+
+
+def test_a_learners_own_stores_in_their_folder_are_combined(tmp_path: Path) -> None:
+    """nbgrader: submitted/<student>/<assignment>/quiz-answers.sqlite3, one store per assignment notebook."""
+    from quizzes import collect
+
+    chosen = demo()
+    first, second = tmp_path / "ann" / "a1" / "quiz-answers.sqlite3", tmp_path / "ann" / "a2" / "quiz-answers.sqlite3"
+    with store.Store.open(first) as opened:
+        opened.record("ann", "demo", "pre", "q1", ["b"], FORGED)  # wrong, answered first
+    with store.Store.open(second) as opened:
+        opened.record("ann", "demo", "pre", "q1", ["a"], FORGED)  # right, the same attempt again later
+        opened.record("ann", "demo", "post", "q1", ["a"], FORGED)
+    found = collect.collect([second, first], [chosen])
+    assert sorted((a.phase, a.response, a.score) for a in found.answers) == [("post", ["a"], 1.0), ("pre", ["b"], 0.0)]
+    assert found.problems == [f"{second}: q1 attempt 1 of ann is also in another of their stores; the earlier "
+                              "answer is kept"]  # fmt: skip
+
+
+def test_names_with_control_characters_are_malformed_rows(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite3"
+    with store.Store.open(path) as opened:
+        opened.record("ann", "demo", "pre", "q1", ["a"], FORGED)
+    add_rows(path, ("\x1b]0;owned\x07", "demo", "pre", "q1", 1, '["a"]', 1.0), ("x" * 500, "demo", "pre", "q1", 1,
+             '["a"]', 1.0))  # fmt: skip
+    with store.Store.read_only(path) as opened:
+        found, problems = opened.scan()
+    assert [a.learner for a in found] == ["ann"]
+    assert len(problems) == 2 and all("not a printable name of at most 200 characters" in p for p in problems)
