@@ -117,13 +117,16 @@ def analyse(banks: Sequence[model.Bank], answers: Sequence[Answer]) -> Analysis:
     outcomes: list[OutcomeGain] = []
     per_learner: list[LearnerGain] = []
     overall: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    by_learner: dict[tuple[str, str], list[Answer]] = defaultdict(list)
+    for answer in answers:
+        by_learner[(answer.section, answer.learner)].append(answer)
     for bank in banks:
         for phase in model.PHASES:
             items += _phase_items(bank, phase, [a for a in firsts if a.section == bank.section and a.phase == phase])
-        mine = [a for a in answers if a.section == bank.section]
-        outcomes += [_outcome_gain(bank, o, mine, learners) for o in bank.outcomes]
+        mine = {learner: by_learner.get((bank.section, learner), []) for learner in learners}
+        outcomes += [_outcome_gain(bank, o, mine) for o in bank.outcomes]
         for learner in learners:
-            (result,) = report.learner_view([bank], mine, learner)
+            (result,) = report.learner_view([bank], mine[learner], learner)
             if result.pre is None and result.post is None:
                 continue
             per_learner.append(LearnerGain(learner, bank.section, result.pre, result.post, result.gain))
@@ -194,11 +197,9 @@ def _outcome_score(bank: model.Bank, outcome: str, phase: str, answers: Sequence
     return sum(kept) / len(items)
 
 
-def _outcome_gain(bank: model.Bank, outcome: model.Outcome, answers: Sequence[Answer],
-                  learners: Sequence[str]) -> OutcomeGain:  # fmt: skip
+def _outcome_gain(bank: model.Bank, outcome: model.Outcome, by_learner: dict[str, list[Answer]]) -> OutcomeGain:
     pairs = []
-    for learner in learners:
-        mine = [a for a in answers if a.learner == learner]
+    for mine in by_learner.values():
         pre = _outcome_score(bank, outcome.id, "pre", mine)
         post = _outcome_score(bank, outcome.id, "post", mine)
         if pre is not None and post is not None:

@@ -103,8 +103,8 @@ def item_analysis_chart(analysis: Analysis, path: Path) -> None:
         right.set_xlabel("difficulty (share of first attempts right)")
         right.set_ylabel("discrimination (point-biserial with the rest score)")
         shown = sum(1 for i in items if i.point_biserial is not None)
-        right.set_title(f"Items ({shown} of {len(items)} answered have an r; shaded: useful difficulty, "
-                        "dashed: r = 0.2)", fontsize=10)  # fmt: skip
+        right.set_title(f"Difficulty against discrimination ({shown} of {len(items)} answered items have an r)\n"
+                        "shaded: difficulty 0.3-0.9; dashed: r = 0.2", fontsize=10)  # fmt: skip
         right.legend(loc="lower left", fontsize=8)
         figure.tight_layout()
         path.parent.mkdir(parents=True, exist_ok=True)
