@@ -12,9 +12,16 @@ With nbgrader, let the quiz write next to the notebook so the store is collected
 
     quizzes.show("sharing", phase="post", store_path="quiz-answers.sqlite3")
 
-and grade it in an autograder test cell (the learner is the only one in a per-submission store)::
+and grade it in an autograder test cell (the learner is the only one in a per-submission store, or the one its
+folder is named after; every response is graded again from the bank)::
 
     quizzes.grade_from_store("sharing", phase="post", store_path="quiz-answers.sqlite3", minimum=0.7)
+
+Bank authors check that a bank measures knowledge rather than test-wiseness (``gpulab quiz validate`` runs it)::
+
+    from quizzes import bank, bankcheck
+    checked = bankcheck.check(bank.load_bank("my-bank.yaml"))
+    print(bankcheck.text(checked)); assert checked.passed, checked.failures
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from quizzes import collect, errors, model, report, scoring, shuffle, store
+from quizzes import analysis, bankcheck, collect, errors, model, report, scoring, shuffle, store
 from quizzes.bank import builtin_banks, get_bank, load_bank, load_banks, sections
 from quizzes.session import QuizSession
 
@@ -33,8 +40,9 @@ if TYPE_CHECKING:
     from quizzes.widget import QuizWidget
 
 __all__ = [
-    "StoredGrade", "builtin_banks", "errors", "get_bank", "grade_from_store", "learner_id", "load_bank",
-    "load_banks", "model", "quiz_widget", "report", "results", "scoring", "sections", "show", "shuffle", "store",
+    "StoredGrade", "analysis", "bankcheck", "builtin_banks", "collect", "errors", "get_bank", "grade_from_store",
+    "learner_id", "load_bank", "load_banks", "model", "quiz_widget", "report", "results", "scoring", "sections",
+    "show", "shuffle", "store",
 ]  # fmt: skip
 
 LEARNER_ENV = "GPULAB_LEARNER"
