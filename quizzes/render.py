@@ -92,8 +92,9 @@ def class_text(report: ClassReport, analysis: Analysis | None = None) -> str:
     else:
         parts += [
             "",
-            "Per item (difficulty = mean first-attempt score, lower is harder; r_pb = point-biserial with the rest of the quiz; D 27% = upper minus lower 27%; "
-            "NEGATIVE = weaker learners did better: check the key and the wording)",
+            "Per item (difficulty = mean first-attempt score, lower is harder; r_pb = point-biserial with the rest\n"
+            "of the quiz; D 27% = upper minus lower 27%; NEGATIVE = weaker learners did better: check the key\n"
+            "and the wording)",
             analysis_table(analysis),
             "",
             "Per learning outcome (gain = (post - pre) / (100% - pre); '-' where pre is already 100%)",

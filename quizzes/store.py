@@ -6,10 +6,10 @@ kernels can write the same file. Rows are keyed by learner, section, phase, item
 
 The path comes from the ``path`` argument, else ``$GPULAB_QUIZ_DB``, else the user data dir (platformdirs).
 
-Collected stores come from learners and are untrusted input. ``Store.read_only`` opens them through a read-only
-URI with ``trusted_schema`` off, refuses any file whose schema is not ours (views, triggers, unknown tables or
-columns: a recursive VIEW named ``answers`` would otherwise hang the reader), and aborts any statement that runs
-past a time limit (an SQLite progress handler). ``Store.scan`` returns malformed rows as problems next to the
+Collected stores come from learners and are untrusted input. ``Store.read_only`` refuses files over
+``MAX_STORE_BYTES``, opens the rest through a read-only URI with ``trusted_schema`` off, refuses any file whose
+schema is not ours (views, triggers, unknown tables or columns: a recursive VIEW named ``answers`` would
+otherwise hang the reader), and aborts any statement that runs past a time limit (an SQLite progress handler). ``Store.scan`` returns malformed rows as problems next to the
 good rows instead of failing the whole store. Stored scores are kept for the learner's own widget only; reports
 and grades re-score every response from the bank (``quizzes.report``).
 """
@@ -58,6 +58,7 @@ CREATE INDEX IF NOT EXISTS answers_by_quiz ON answers (learner, section, phase, 
 
 
 READ_TIME_LIMIT_S = 10.0  # one collected store: opening, checking and reading it, all statements together
+MAX_STORE_BYTES = 64 * 1024 * 1024  # a learner's answers to every bank, retries included, take about 60 KB
 _COLUMNS = {
     "meta": ("key", "value"),
     "answers": ("id", "learner", "section", "phase", "item", "attempt", "answered_at", "response", "score",
@@ -133,6 +134,10 @@ class Store:
         target = Path(path)
         if not target.is_file():
             raise errors.StoreError(f"{target}: no such quiz store")
+        size = sum(p.stat().st_size for p in (target, target.with_name(target.name + "-wal")) if p.is_file())
+        if size > MAX_STORE_BYTES:
+            raise errors.StoreError(f"{target}: {size / 2**20:.0f} MiB is far more than a quiz store holds (at most "
+                                    f"{MAX_STORE_BYTES // 2**20} MiB are read); not read")  # fmt: skip
         try:
             conn = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
         except sqlite3.Error as exc:

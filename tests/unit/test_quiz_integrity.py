@@ -8,6 +8,7 @@ row that aborted the report, a recursive VIEW that hung it, a store with a schem
 from __future__ import annotations
 
 import csv
+import os
 import random
 import sqlite3
 import subprocess
@@ -180,6 +181,15 @@ def test_reading_a_store_has_a_time_limit(tmp_path: Path) -> None:
     with pytest.raises(errors.StoreError, match="took longer than 1e-06 s"):
         with store.Store.read_only(path, time_limit=1e-6) as opened:
             opened.answers()
+
+
+def test_a_store_far_larger_than_any_quiz_store_is_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "huge.sqlite3"
+    with store.Store.open(path) as opened:
+        opened.record("ann", "demo", "pre", "q1", ["a"], FORGED)
+    os.truncate(path, store.MAX_STORE_BYTES + 1)  # sparse: no disk used
+    with pytest.raises(errors.StoreError, match="far more than a quiz store holds"):
+        store.Store.read_only(path)
 
 
 def test_a_store_with_several_learners_and_no_owner_is_not_graded_as_someone(tmp_path: Path,
