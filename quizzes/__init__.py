@@ -12,9 +12,16 @@ With nbgrader, let the quiz write next to the notebook so the store is collected
 
     quizzes.show("sharing", phase="post", store_path="quiz-answers.sqlite3")
 
-and grade it in an autograder test cell (the learner is the only one in a per-submission store)::
+and grade it in an autograder test cell (the learner is the only one in a per-submission store, or the one its
+folder is named after; every response is graded again from the bank)::
 
     quizzes.grade_from_store("sharing", phase="post", store_path="quiz-answers.sqlite3", minimum=0.7)
+
+Bank authors check that a bank measures knowledge rather than test-wiseness (``gpulab quiz validate`` runs it)::
+
+    from quizzes import bank, bankcheck
+    checked = bankcheck.check(bank.load_bank("my-bank.yaml"))
+    print(bankcheck.text(checked)); assert checked.passed, checked.failures
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from quizzes import errors, model, report, scoring, shuffle, store
+from quizzes import analysis, bankcheck, collect, errors, model, report, scoring, shuffle, store
 from quizzes.bank import builtin_banks, get_bank, load_bank, load_banks, sections
 from quizzes.session import QuizSession
 
@@ -33,8 +40,9 @@ if TYPE_CHECKING:
     from quizzes.widget import QuizWidget
 
 __all__ = [
-    "StoredGrade", "builtin_banks", "errors", "get_bank", "grade_from_store", "learner_id", "load_bank",
-    "load_banks", "model", "quiz_widget", "report", "results", "scoring", "sections", "show", "shuffle", "store",
+    "StoredGrade", "analysis", "bankcheck", "builtin_banks", "collect", "errors", "get_bank", "grade_from_store",
+    "learner_id", "load_bank", "load_banks", "model", "quiz_widget", "report", "results", "scoring", "sections",
+    "show", "shuffle", "store",
 ]  # fmt: skip
 
 LEARNER_ENV = "GPULAB_LEARNER"
@@ -81,11 +89,21 @@ def results(learner: str | None = None, *, store_path: str | Path | None = None)
 
 
 def _stored_learner(opened: store.Store, learner: str | None) -> str:
-    """The learner to grade: as given, else the only learner in a per-submission store, else ``learner_id()``."""
+    """The learner to grade: as given, else the store's owner (``collect.owner_of``: the learner its folder is
+    named after, else its only learner), else ``learner_id()`` for an empty store.
+
+    A store holding several learners with none named by its folder is refused rather than guessed at.
+    """
     if learner or os.environ.get(LEARNER_ENV):
         return learner_id(learner)
     found = opened.learners()
-    return found[0] if len(found) == 1 else learner_id()
+    if not found:
+        return learner_id()
+    owner, _ = collect.owner_of(opened.path, found)
+    if owner is None:
+        raise AssertionError(f"{opened.path} holds answers of {len(found)} learners ({', '.join(found[:5])}) and "
+                             "its folder names none of them; pass learner='...' to say whose answers to grade")  # fmt: skip
+    return owner
 
 
 @dataclass(frozen=True)
@@ -98,6 +116,7 @@ class StoredGrade:
     score: float  # fraction of the quiz's points, unanswered items count 0
     answered: int
     total: int
+    problems: tuple[str, ...] = ()  # stored rows left out: malformed, or a response that does not fit its item
 
     def points(self, max_points: float) -> float:
         return round(self.score * max_points, 4)
@@ -105,7 +124,8 @@ class StoredGrade:
 
 def grade_from_store(section: str, phase: str = "post", learner: str | None = None, *,
                      store_path: str | Path | None = None, minimum: float | None = None) -> StoredGrade:  # fmt: skip
-    """Read a learner's stored answers and score the quiz; with ``minimum``, assert the score reaches it.
+    """Read a learner's stored answers, grade each response again from the bank, and score the quiz; with
+    ``minimum``, assert the score reaches it. The ``score`` column of the store is not trusted.
 
     The AssertionError message says what was found, so an autograder shows the learner why the cell failed.
     """
@@ -113,11 +133,16 @@ def grade_from_store(section: str, phase: str = "post", learner: str | None = No
     path = store.resolve(store_path)
     if not path.is_file():
         raise AssertionError(f"no quiz answers found: {path} does not exist; run the {section} {phase}-quiz first")
-    with store.Store.read_only(path) as opened:
-        who = _stored_learner(opened, learner)
-        answers = opened.answers(learner=who, section=section, phase=phase)
+    try:
+        with store.Store.read_only(path) as opened:
+            who = _stored_learner(opened, learner)
+            answers, malformed = opened.scan(learner=who, section=section, phase=phase)
+    except errors.StoreError as exc:
+        raise AssertionError(f"the quiz answers cannot be read: {exc.message}") from exc
+    answers, misfits = report.rescore([chosen], answers)  # the stored score is the learner's kernel's word only
     score, answered = report.phase_score(chosen, phase, answers)
-    result = StoredGrade(section, phase, who, score or 0.0, answered, len(chosen.items_for(phase)))
+    result = StoredGrade(section, phase, who, score or 0.0, answered, len(chosen.items_for(phase)),
+                         tuple(malformed + misfits))  # fmt: skip
     if minimum is not None and result.score + 1e-9 < minimum:
         raise AssertionError(f"{who} scored {100 * result.score:.0f}% on the {section} {phase}-quiz "
                              f"({answered} of {result.total} answered); {100 * minimum:.0f}% is needed")  # fmt: skip

@@ -3,17 +3,21 @@
 Results are frozen values; printing them (table, CSV, chart) is ``quizzes.render`` and ``quizzes.plot``.
 A phase score is the mean item score over every item of that phase's quiz (an unanswered item scores 0),
 under the quiz's retry policy; it is None when the learner answered nothing in that phase.
+
+Stores are written by the learner's own kernel, so the ``score`` they hold is never read here: every response
+is graded again from the bank (``score_of``). A response that does not fit its item counts as not answered.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import mean
 
-from quizzes import model, scoring
+from quizzes import errors, model, scoring
 from quizzes.store import Answer
 
 log = logging.getLogger(__name__)
@@ -72,11 +76,62 @@ class ClassReport:
     unknown_items: int  # stored answers to items no bank has (a bank changed since)
 
 
+def score_of(item: model.Item, answer: Answer) -> float | None:
+    """The answer's score graded again from the bank; None when the response does not fit the item."""
+    try:
+        return scoring.grade(item, answer.response).score
+    except (errors.QuizError, TypeError, ValueError, OverflowError):
+        return None
+
+
+def rescore(banks: Sequence[model.Bank], answers: Iterable[Answer]) -> tuple[list[Answer], list[str]]:
+    """Answers with score and correctness graded again from the banks, and one message per response that does
+    not fit its item (left out). Answers to items no bank defines pass through unchanged (``aggregate`` counts them).
+    """
+    items = {(b.section, i.id): i for b in banks for i in b.items}
+    kept: list[Answer] = []
+    problems: list[str] = []
+    for answer in answers:
+        item = items.get((answer.section, answer.item))
+        if item is None:
+            kept.append(answer)
+            continue
+        try:
+            graded = scoring.grade(item, answer.response)
+        except (errors.QuizError, TypeError, ValueError, OverflowError) as exc:
+            problems.append(f"learner {answer.learner}, item {answer.item} attempt {answer.attempt}: the response "
+                            f"{answer.response!r} does not fit the item ({exc}); left out")  # fmt: skip
+            continue
+        if graded.score != answer.score:
+            log.info("%s %s attempt %d: stored score %s, graded again %s", answer.learner, answer.item,
+                     answer.attempt, answer.score, graded.score)  # fmt: skip
+        kept.append(dataclasses.replace(answer, score=graded.score, correct=graded.correct))
+    return kept, problems
+
+
+def first_attempts(answers: Iterable[Answer]) -> list[Answer]:
+    """Each learner's first attempt at each item (the earliest row when a store repeats an attempt number)."""
+    seen: set[tuple[str, str, str, str]] = set()
+    result = []
+    for answer in sorted(answers, key=lambda a: a.attempt):
+        key = (answer.learner, answer.section, answer.phase, answer.item)
+        if answer.attempt == 1 and key not in seen:
+            seen.add(key)
+            result.append(answer)
+    return result
+
+
 def phase_score(bank: model.Bank, phase: str, answers: Iterable[Answer]) -> tuple[float | None, int]:
     """(score in [0, 1] or None, answered items) for one learner's answers in one section and phase."""
     by_item: dict[str, list[float]] = defaultdict(list)
+    seen: set[tuple[str, int]] = set()
     for answer in sorted(answers, key=lambda a: a.attempt):
-        by_item[answer.item].append(answer.score)
+        item = bank.item(answer.item)
+        score = score_of(item, answer) if item is not None else None
+        if score is None or (answer.item, answer.attempt) in seen:
+            continue
+        seen.add((answer.item, answer.attempt))
+        by_item[answer.item].append(score)
     items = bank.items_for(phase)
     policy = bank.policy(phase)
     kept = [scoring.counted(by_item.get(i.id, []), policy) for i in items]
@@ -138,8 +193,8 @@ def _section_stats(bank: model.Bank, results: Sequence[SectionResult]) -> Sectio
 
 
 def _item_stats(bank: model.Bank, phase: str, item: model.Item, answers: Sequence[Answer]) -> ItemStats:
-    first = [a for a in answers if a.section == bank.section and a.phase == phase and a.item == item.id
-             and a.attempt == 1]  # fmt: skip
+    first = [a for a in first_attempts(a for a in answers if a.section == bank.section and a.phase == phase
+                                       and a.item == item.id) if score_of(item, a) is not None]  # fmt: skip
     choices: Counter[str] = Counter()
     wrong: Counter[str] = Counter()
     for answer in first:
@@ -156,7 +211,7 @@ def _item_stats(bank: model.Bank, phase: str, item: model.Item, answers: Sequenc
         outcome=item.outcome,
         type=item.type.value,
         responses=len(first),
-        difficulty=mean(a.score for a in first) if first else None,
+        difficulty=mean(score_of(item, a) or 0.0 for a in first) if first else None,
         choices=tuple(ordered),
         top_distractor=wrong.most_common(1)[0][0] if wrong else "",
     )

@@ -92,7 +92,7 @@ def test_cli_report_prints_tables_and_writes_csv_and_png(tmp_path: Path, capsys:
     assert "3 learner(s): ann, bob, cyd" in out
     for section in ("gpu-fundamentals", "gpu-operator", "scheduling", "sharing", "dra", "operations"):
         assert section in out
-    assert "class gain" in out and "top distractor" in out
+    assert "class gain" in out and "distractors chosen" in out and "r_pb" in out
     rows = list(csv.DictReader(csv_path.open()))
     sections = [r for r in rows if r["level"] == "section"]
     items = [r for r in rows if r["level"] == "item"]
