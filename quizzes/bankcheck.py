@@ -1,26 +1,29 @@
 """The bank check: does a quiz bank measure knowledge, or can a test-wise learner pass it without any?
 
-``quizzes.validate`` asks whether a bank is well formed; this module asks whether it is *fair*. It runs two
+``quizzes.validate`` asks whether a bank is well formed; this module asks whether it is *fair*. It runs three
 solvers that never read the question and counts three structural faults:
 
 1. **Longest option** (single-choice and manifest items): pick the longest option. Fails when it beats chance
    (the mean of 1/number-of-options) by more than ``LONGEST_MARGIN`` (10 points).
-2. **All but the shortest** (multi-select items): tick every option except the shortest one. Fails when it is
+2. **Shortest option** (the same items): pick the shortest option, the mirror image of rule 1 (an author who
+   trims the right answer to a crisp phrase and pads the distractors with hedges cues it as surely as one who
+   pads the right answer). Fails when it beats chance by more than ``SHORTEST_MARGIN`` (also 10 points).
+3. **All but the shortest** (multi-select items): tick every option except the shortest one. Fails when it is
    exactly right on more than ``ALL_BUT_SHORTEST_MAX`` (20 %) of the items.
-3. **Answer position** (single-choice and manifest items): the share of items whose right option sits at the
+4. **Answer position** (single-choice and manifest items): the share of items whose right option sits at the
    same place in the bank's option list. Fails above ``POSITION_MAX`` (40 %). The widget shuffles options, but a
    printed bank, an item with ``shuffleOptions: false`` and an author copying the last item all see this order.
-4. **Items in both phases**: an item whose ``phases`` holds both ``pre`` and ``post`` (the default when
+5. **Items in both phases**: an item whose ``phases`` holds both ``pre`` and ``post`` (the default when
    ``phases`` is left out) is seen twice, which inflates the normalised gain. Any such item fails the bank.
-5. **Outcomes without a pre or a post item**: every outcome in ``spec.outcomes`` needs an item whose phases
-   include ``pre`` and one whose phases include ``post`` (with rule 4, these are different items: parallel forms).
+6. **Outcomes without a pre or a post item**: every outcome in ``spec.outcomes`` needs an item whose phases
+   include ``pre`` and one whose phases include ``post`` (with rule 5, these are different items: parallel forms).
 
 Ties are scored as a solver that breaks them at random would score on average: if the right option is one of
-three equally long longest options, the longest-option solver earns 1/3 for that item. Lengths are counted on
-the option text (or manifest) with runs of whitespace folded to one space.
+three equally long longest options, the longest-option solver earns 1/3 for that item (the shortest-option
+solver alike). Lengths are counted on the option text (or manifest) with runs of whitespace folded to one space.
 
 ``check(bank)`` returns a frozen ``BankCheck`` with the figures and the failed rules; ``text(check)`` formats
-its figures in one block. ``course_outcome_gaps`` applies rule 5 to outcomes declared outside the banks (the
+its figures in one block. ``course_outcome_gaps`` applies rule 6 to outcomes declared outside the banks (the
 course's ``course/outcomes.yaml`` maps each learning outcome to item ids). Nothing here prints or raises.
 """
 
@@ -33,10 +36,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from quizzes import model
 
 LONGEST_MARGIN = 0.10  # the longest-option solver may beat chance by at most this (a share, 0.10 = 10 points)
+SHORTEST_MARGIN = LONGEST_MARGIN  # the mirror-image cue gets the same margin
 ALL_BUT_SHORTEST_MAX = 0.20  # share of multi-select items the all-but-shortest solver may get exactly right
 POSITION_MAX = 0.40  # share of single-answer items whose right option may sit in one position
 
-RULES = ("longest-option", "all-but-shortest", "answer-position", "both-phases", "outcome-phases")
+RULES = ("longest-option", "shortest-option", "all-but-shortest", "answer-position", "both-phases", "outcome-phases")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +60,7 @@ class BankCheck:
     single_items: int  # single-choice and manifest items
     chance: float | None  # expected share right when guessing at random on those items
     longest_right: float | None  # share the longest-option solver gets right on those items
+    shortest_right: float | None  # share the shortest-option solver gets right on those items
     multi_items: int
     all_but_shortest_right: float | None  # share of multi-select items the solver gets exactly right
     positions: tuple[tuple[int, int], ...]  # (0-based position of the right option, items), most common first
@@ -77,11 +82,19 @@ def _length(option: model.Option) -> int:
     return len(" ".join(option.label.split()))
 
 
+def _pick_score(item: model.Item, length: int) -> float:
+    tied = [o for o in item.options if _length(o) == length]
+    return sum(1 for o in tied if o.correct) / len(tied)
+
+
 def longest_option_score(item: model.Item) -> float:
     """Expected score of picking the longest option (ties broken at random) on a single-answer item."""
-    longest = max(_length(o) for o in item.options)
-    tied = [o for o in item.options if _length(o) == longest]
-    return sum(1 for o in tied if o.correct) / len(tied)
+    return _pick_score(item, max(_length(o) for o in item.options))
+
+
+def shortest_option_score(item: model.Item) -> float:
+    """Expected score of picking the shortest option (ties broken at random) on a single-answer item."""
+    return _pick_score(item, min(_length(o) for o in item.options))
 
 
 def all_but_shortest_score(item: model.Item) -> float:
@@ -103,19 +116,20 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def check(bank: model.Bank) -> BankCheck:
-    """Run the five rules on one decoded bank (see the module docstring for each rule and its limit)."""
+    """Run the six rules on one decoded bank (see the module docstring for each rule and its limit)."""
     singles = _single_answer(bank)
     multis = [i for i in bank.items if i.type is model.ItemType.MULTIPLE and i.options and i.correct_ids]
     chance = _mean([1 / len(i.options) for i in singles])
     longest = _mean([longest_option_score(i) for i in singles])
-    shortest = _mean([all_but_shortest_score(i) for i in multis])
+    shortest = _mean([shortest_option_score(i) for i in singles])
+    all_but = _mean([all_but_shortest_score(i) for i in multis])
     places = Counter(next(n for n, o in enumerate(i.options) if o.correct) for i in singles)
     positions = tuple(sorted(places.items(), key=lambda kv: (-kv[1], kv[0])))
     both = tuple(i.id for i in bank.items if set(model.PHASES) <= set(i.phases))
     missing = tuple((o.id, phase) for o in bank.outcomes for phase in model.PHASES
                     if not any(i.outcome == o.id and phase in i.phases for i in bank.items))  # fmt: skip
-    result = BankCheck(bank.section, bank.source, len(singles), chance, longest, len(multis), shortest, positions,
-                       both, missing, ())  # fmt: skip
+    result = BankCheck(bank.section, bank.source, len(singles), chance, longest, shortest, len(multis), all_but,
+                       positions, both, missing, ())  # fmt: skip
     return dataclasses.replace(result, failures=tuple(_failures(result)))
 
 
@@ -124,6 +138,11 @@ def _failures(c: BankCheck) -> Iterable[Failure]:
         yield Failure("longest-option", f"picking the longest option is right on {_pct(c.longest_right)} of "
                       f"{c.single_items} single-choice items; chance is {_pct(c.chance)} and at most "
                       f"{100 * LONGEST_MARGIN:.0f} points more is allowed: make the options similar in length")  # fmt: skip
+    if c.chance is not None and c.shortest_right is not None and c.shortest_right - c.chance > SHORTEST_MARGIN + 1e-9:
+        yield Failure("shortest-option", f"picking the shortest option is right on {_pct(c.shortest_right)} of "
+                      f"{c.single_items} single-choice items; chance is {_pct(c.chance)} and at most "
+                      f"{100 * SHORTEST_MARGIN:.0f} points more is allowed: make the options similar in length "
+                      "(a terse right option among padded distractors is a cue too)")  # fmt: skip
     if c.all_but_shortest_right is not None and c.all_but_shortest_right > ALL_BUT_SHORTEST_MAX + 1e-9:
         yield Failure("all-but-shortest", f"ticking every option but the shortest is exactly right on "
                       f"{_pct(c.all_but_shortest_right)} of {c.multi_items} multi-select items (at most "
@@ -144,7 +163,7 @@ def _failures(c: BankCheck) -> Iterable[Failure]:
 
 
 def course_outcome_gaps(outcomes: Mapping[str, Sequence[str]], banks: Sequence[model.Bank]) -> list[str]:
-    """Rule 5 for outcomes mapped to item ids elsewhere (e.g. ``course/outcomes.yaml``).
+    """Rule 6 for outcomes mapped to item ids elsewhere (e.g. ``course/outcomes.yaml``).
 
     ``outcomes`` maps an outcome id to the ids of the quiz items said to test it. Returns one message per
     outcome that has no item in the pre quiz, or none in the post quiz, among the items the banks define.
@@ -179,6 +198,8 @@ def text(c: BankCheck) -> str:
     lines = [
         f"  {mark('longest-option')} longest option right     {_opt(c.longest_right)} of {c.single_items} single-choice "
         f"items (chance {_opt(c.chance)}, limit chance + {100 * LONGEST_MARGIN:.0f} points)",
+        f"  {mark('shortest-option')} shortest option right    {_opt(c.shortest_right)} of {c.single_items} "
+        f"single-choice items (chance {_opt(c.chance)}, limit chance + {100 * SHORTEST_MARGIN:.0f} points)",
         f"  {mark('all-but-shortest')} all but shortest right   {_opt(c.all_but_shortest_right)} of {c.multi_items} "
         f"multi-select items (limit {_pct(ALL_BUT_SHORTEST_MAX)})",
         f"  {mark('answer-position')} right option's position  {_opt(c.top_position_share)} in one place "

@@ -102,7 +102,7 @@ def validate_banks(files: tuple[Path, ...]) -> None:
 
 
 def _course_outcomes(banks: Sequence[model.Bank]) -> list[str]:
-    """Rule 5 of the bank check over the course's learning outcomes (``kind: outcome`` in course/outcomes.yaml)."""
+    """Rule 6 of the bank check over the course's learning outcomes (``kind: outcome`` in course/outcomes.yaml)."""
     if not COURSE_OUTCOMES.is_file():
         return []  # an installed package without the course folder has only the banks' own outcomes
     with _course_errors():

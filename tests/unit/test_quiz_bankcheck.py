@@ -1,6 +1,6 @@
 """The bank check: test-wise solvers, answer positions, items in both phases and outcomes without a phase.
 
-The bankcheck-*.yaml fixtures are one clean bank and five copies of it, each with one cue; each copy must fail
+The bankcheck-*.yaml fixtures are one clean bank and six copies of it, each with one cue; each copy must fail
 its own rule and only that one. The built-in banks must pass every rule.
 """
 
@@ -15,7 +15,7 @@ from quizzes import bank, bankcheck, model
 
 pytestmark = pytest.mark.unit
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "quizzes"
-CUED = ("longest-option", "all-but-shortest", "answer-position", "both-phases", "outcome-phases")
+CUED = ("longest-option", "shortest-option", "all-but-shortest", "answer-position", "both-phases", "outcome-phases")
 
 
 def item(kind: model.ItemType, *options: tuple[str, bool]) -> model.Item:
@@ -40,6 +40,15 @@ def test_longest_option_solver_scores_ties_as_a_random_pick() -> None:
     assert bankcheck.longest_option_score(item(single, ("a     b", True), ("abcd", False))) == 0.0
 
 
+def test_shortest_option_solver_is_the_mirror_image() -> None:
+    single = model.ItemType.SINGLE
+    assert bankcheck.shortest_option_score(item(single, ("yes", True), ("no, the plugin decides", False))) == 1.0
+    assert bankcheck.shortest_option_score(item(single, ("abcd", True), ("ab", False), ("abcd", False))) == 0.0
+    assert bankcheck.shortest_option_score(item(single, ("ab", True), ("ab", False), ("ab", False), ("abcd", False))) \
+        == pytest.approx(1 / 3)
+    assert bankcheck.shortest_option_score(item(single, ("a     b", True), ("abcd", False))) == 1.0
+
+
 def test_all_but_shortest_solver_is_exactly_right_only_on_the_full_set() -> None:
     multi = model.ItemType.MULTIPLE
     absurd = item(multi, ("x", False), ("taints", True), ("labels", True), ("quotas", True))
@@ -53,7 +62,7 @@ def test_clean_fixture_passes_with_its_figures() -> None:
     checked = bankcheck.check(bank.load_bank(FIXTURES / "bankcheck-clean.yaml"))
     assert checked.passed, checked.failures
     # 8 single-answer items with four equally long options: both solvers are at chance
-    assert (checked.single_items, checked.chance, checked.longest_right) == (8, 0.25, 0.25)
+    assert (checked.single_items, checked.chance, checked.longest_right, checked.shortest_right) == (8, 0.25, 0.25, 0.25)
     assert (checked.multi_items, checked.all_but_shortest_right) == (4, 0.0)
     assert checked.positions == ((0, 2), (1, 2), (2, 2), (3, 2)) and checked.top_position_share == 0.25
     assert (checked.both_phases, checked.missing) == ((), ())
@@ -61,6 +70,7 @@ def test_clean_fixture_passes_with_its_figures() -> None:
 
 EXPECTED_FIGURES = {
     "longest-option": lambda c: c.longest_right == 1.0 and c.chance == 0.25,
+    "shortest-option": lambda c: c.shortest_right == 1.0 and c.longest_right == 0.0 and c.chance == 0.25,
     "all-but-shortest": lambda c: c.all_but_shortest_right == 1.0,
     "answer-position": lambda c: c.positions == ((0, 8),),
     "both-phases": lambda c: c.both_phases == ("pre-single-0",),
@@ -81,7 +91,8 @@ def test_every_cued_fixture_is_listed() -> None:
 
 
 def test_thresholds_are_the_ones_the_course_promises() -> None:
-    assert (bankcheck.LONGEST_MARGIN, bankcheck.ALL_BUT_SHORTEST_MAX, bankcheck.POSITION_MAX) == (0.10, 0.20, 0.40)
+    margins = (bankcheck.LONGEST_MARGIN, bankcheck.SHORTEST_MARGIN)
+    assert (*margins, bankcheck.ALL_BUT_SHORTEST_MAX, bankcheck.POSITION_MAX) == (0.10, 0.10, 0.20, 0.40)
 
 
 def test_course_outcomes_need_a_pre_and_a_post_item() -> None:
@@ -97,12 +108,18 @@ def test_cli_validate_prints_the_figures_and_fails_a_cued_bank(capsys: pytest.Ca
     assert cli_main.main(["quiz", "validate", str(FIXTURES / "bankcheck-clean.yaml")]) == 0
     out = capsys.readouterr().out
     assert "ok   longest option right     25% of 8 single-choice items (chance 25%" in out
+    assert "ok   shortest option right    25% of 8 single-choice items (chance 25%" in out
     assert "ok   items in both phases     0" in out
     assert cli_main.main(["quiz", "validate", str(FIXTURES / "bankcheck-cued-longest-option.yaml")]) == 1
     captured = capsys.readouterr()
     assert "FAIL longest option right     100% of 8 single-choice items" in captured.out
     assert "bank check longest-option: picking the longest option is right on 100%" in captured.err
     assert "Traceback" not in captured.err
+    assert cli_main.main(["quiz", "validate", str(FIXTURES / "bankcheck-cued-shortest-option.yaml")]) == 1
+    captured = capsys.readouterr()
+    assert "FAIL shortest option right    100% of 8 single-choice items" in captured.out
+    assert "ok   longest option right     0% of 8" in captured.out
+    assert "bank check shortest-option: picking the shortest option is right on 100%" in captured.err
 
 
 @pytest.mark.parametrize("path", bank.bank_paths(), ids=lambda p: p.stem)
