@@ -272,3 +272,12 @@ def _ensure_extras(found: Binaries, prog: progress_mod.Progress) -> None:
                 log.warning("could not build %s: %s", name, exc.message)
                 continue
             shutil.copy2(path, found.directory / name)
+    for name in gobuild.STANDALONE_TOOLS:
+        binary = gobuild.standalone_binary_name(name)
+        if not (found.directory / binary).exists():
+            try:
+                path = gobuild.build_standalone(cache_dir(), name, prog)
+            except errors.BinariesUnavailable as exc:
+                log.warning("could not build %s: %s", binary, exc.message)
+                continue
+            shutil.copy2(path, found.directory / binary)
