@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 SUFFIXES = (".yaml", ".yml", ".json")
 MAX_FILES = 5_000
-_CONFIG_KEYS = ("any", "default", "config", "config.yaml", "config.yml")
+_SNIFF = 64 * 1024  # the words that make a ConfigMap value worth parsing are looked for this far
 
 
 def lint_paths(
@@ -104,7 +104,9 @@ def _lint_sources(
     docs: list[source.Document] = []
     for src in sources:
         out.extend(src.findings)
-        for doc in src.documents:
+        top, ignored = first_document_only(src.documents)
+        out.extend(ignored)
+        for doc in top:
             expanded, problems = expand(doc, limits)
             docs.extend(expanded)
             out.extend(problems)
@@ -162,9 +164,10 @@ def _list_items(doc: source.Document) -> Iterator[source.Document]:
 
 
 def _looks_like_config(key: str, value: str) -> bool:
-    named = key in _CONFIG_KEYS or key.endswith((".yaml", ".yml"))
-    shaped = "mig-configs:" in value or ("version:" in value and ("sharing:" in value or "flags:" in value))
-    return named and ("version" in value or "sharing" in value or "flags" in value or "mig-configs" in value) or shaped
+    """Worth parsing as a device-plugin or mig-parted config: the config-manager serves any key as a file, and
+    the plugin reads YAML and JSON alike, so only the words decide (``classify`` then decides for real)."""
+    lowered = value[:_SNIFF].lower()
+    return any(word in lowered for word in ("version", "sharing", "flags", "imex", "mig-configs"))
 
 
 def _embedded(
@@ -179,7 +182,28 @@ def _embedded(
     parsed = source.parse_text(value, doc.file, limits, origin, embedded_in=where)
     kept = [d for d in parsed.documents
             if manifests.classify(d) in (manifests.DocType.DEVICE_PLUGIN_CONFIG, manifests.DocType.MIG_PARTED_CONFIG)]
-    return kept, list(parsed.findings)
+    kept, ignored = first_document_only(kept)
+    return kept, list(parsed.findings) + ignored
+
+
+def first_document_only(docs: Sequence[source.Document]) -> tuple[list[source.Document], list[findings.Finding]]:
+    """The plugin reads one config file with ``sigs.k8s.io/yaml``, which decodes only the first YAML document:
+    device-plugin configs after the first one of the same file (or ConfigMap value) are ignored, and said so."""
+    kept: list[source.Document] = []
+    problems: list[findings.Finding] = []
+    first: source.Document | None = None
+    for d in docs:
+        if manifests.classify(d) is not manifests.DocType.DEVICE_PLUGIN_CONFIG:
+            kept.append(d)
+        elif first is None and d.index == 0:
+            first = d
+            kept.append(d)
+        elif first is not None:
+            problems.append(source.make_finding("device-plugin-config/second-document", d.file, d.start,
+                                                first=first.start.line))
+        else:
+            kept.append(d)
+    return kept, problems
 
 
 def _compile(docs: Iterable[source.Document], wanted: bool) -> base.CelResults:

@@ -23,6 +23,7 @@ from typing import Any, Union
 
 import yaml
 
+from cluster.gpu import _yaml as _goyaml
 from graders import findings, messages
 
 log = logging.getLogger(__name__)
@@ -354,9 +355,10 @@ class _Composer:
         path, is_key = self._slot(mark)
         if is_key:
             self._check_tag(event, mark)
+            key = _key_text(event)
             if event.anchor:
-                self.anchors[event.anchor] = (event.value, 1)
-            self._take_key(str(event.value), mark)
+                self.anchors[event.anchor] = (key, 1)
+            self._take_key(key, mark)
             return
         value = self._resolve(event, mark)
         if path is not None:
@@ -518,6 +520,21 @@ _SPECIAL_FLOATS = {
     **{w: math.nan for w in (".nan", ".NaN", ".NAN")},
 }
 _INT64 = (-(2**63), 2**64 - 1)  # ParseInt, then ParseUint
+
+
+def _key_text(event: Any) -> str:
+    """A mapping key as sigs.k8s.io/yaml hands it to encoding/json: plain ``y``/``on`` are booleans and become
+    ``"true"``, ``007`` becomes ``"7"`` (go-yaml v2 resolves keys like values)."""
+    text = str(event.value)
+    if event.style or not event.implicit[0] or event.tag not in (None, "!"):
+        return text
+    value = resolve_plain(text)
+    if value is None or isinstance(value, str):
+        return text
+    try:
+        return _goyaml.json_key(value)
+    except ValueError:
+        return text
 
 
 def resolve_plain(text: str) -> object:

@@ -117,7 +117,7 @@ def test_mps_flag_rules() -> None:
     mps = "sharing: {mps: {resources: [{name: gpu, replicas: 4}]}}\n"
     assert crash(mps).endswith("unable to validate flags: using MPS requires --mps-root to be specified")
     mixed = "flags: {migStrategy: mixed, mpsRoot: /m}\n" + mps
-    assert crash(mixed) == "error starting plugins: unable to load config: unable to validate flags: using --mig-strategy=mixed is not supported with MPS"
+    assert crash(mixed) == "error starting plugins: unable to validate flags: using --mig-strategy=mixed is not supported with MPS"
 
 
 @pytest.mark.parametrize(
@@ -131,7 +131,7 @@ def test_mps_flag_rules() -> None:
 )
 def test_flag_validation_errors(flags: str, msg: str) -> None:
     """gpu-semantics §1 flag validation (`unable to validate flags: ` prefix)."""
-    assert crash(f"flags: {flags}\n") == "error starting plugins: unable to load config: unable to validate flags: " + msg
+    assert crash(f"flags: {flags}\n") == "error starting plugins: unable to validate flags: " + msg
 
 
 def test_fail_requests_greater_than_one_defaults() -> None:
