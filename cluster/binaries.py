@@ -243,7 +243,10 @@ def ensure(
     if "download" in sources:
         with tempfile.TemporaryDirectory(prefix="gpulab-dl-") as tmp:
             try:
-                return install(download(prog, Path(tmp)), "download")
+                result = install(download(prog, Path(tmp)), "download")
+                if "build" in sources:  # our Go helpers (celcheck, dpcheck) have no release to download
+                    _ensure_extras(result, prog)
+                return result
             except (errors.BinariesUnavailable, httpx.HTTPError, OSError, tarfile.TarError) as exc:
                 log.info("download failed: %s", exc)
                 tried.append(f"download: {exc}")
