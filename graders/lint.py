@@ -12,6 +12,7 @@ import logging
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cluster import errors
@@ -106,8 +107,9 @@ def _lint_sources(
         out.extend(src.findings)
         top, ignored = first_document_only(src.documents)
         out.extend(ignored)
+        budget = ReadBudget(limits.max_nodes - src.nodes, limits.max_expanded_bytes - src.expanded_bytes)
         for doc in top:
-            expanded, problems = expand(doc, limits)
+            expanded, problems = expand(doc, limits, budget)
             docs.extend(expanded)
             out.extend(problems)
     ctx = base.RuleContext(fleet=fleet, index=base.build_index(docs), cel=_compile(docs, compile_cel))
@@ -132,7 +134,23 @@ def run_rules(doc: source.Document, ctx: base.RuleContext) -> Iterator[findings.
             )
 
 
-def expand(doc: source.Document, limits: source.Limits) -> tuple[list[source.Document], list[findings.Finding]]:
+@dataclass
+class ReadBudget:
+    """What re-reading the texts embedded in one file may cost in all: the file's own reading limits, shared,
+    so that a ConfigMap repeating (or aliasing) an expensive config under many keys is read within them."""
+
+    nodes: int
+    expanded_bytes: int
+    seen: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, limits: source.Limits) -> "ReadBudget":
+        return cls(limits.max_nodes, limits.max_expanded_bytes)
+
+
+def expand(
+    doc: source.Document, limits: source.Limits, budget: ReadBudget | None = None
+) -> tuple[list[source.Document], list[findings.Finding]]:
     """The document itself plus what it contains: ``List`` items and configs embedded in a ConfigMap."""
     docs = [doc]
     problems: list[findings.Finding] = []
@@ -142,11 +160,21 @@ def expand(doc: source.Document, limits: source.Limits) -> tuple[list[source.Doc
     if kind == "List":
         docs.extend(_list_items(doc))
     elif kind == "ConfigMap":
+        budget = budget or ReadBudget.of(limits)
         for key, value in manifests.as_map(manifests.as_map(doc.data).get("data")).items():
-            if isinstance(value, str) and _looks_like_config(key, value):
-                inner, found = _embedded(doc, key, value, limits)
-                docs.extend(inner)
-                problems.extend(found)
+            if not isinstance(value, str) or not _looks_like_config(key, value) or value in budget.seen:
+                continue  # the same text under another key was read once already: same findings
+            if budget.nodes <= 0 or budget.expanded_bytes <= 0:
+                where = doc.locate(("data", key))
+                problems.append(source.make_finding("input-limits/embedded", doc.file, where, key=key,
+                                                    limit=limits.max_nodes))
+                break
+            budget.seen.add(value)
+            inner, found, cost = _embedded(doc, key, value, limits, budget)
+            budget.nodes -= cost.nodes
+            budget.expanded_bytes -= cost.expanded_bytes
+            docs.extend(inner)
+            problems.extend(found)
     return docs, problems
 
 
@@ -171,19 +199,20 @@ def _looks_like_config(key: str, value: str) -> bool:
 
 
 def _embedded(
-    doc: source.Document, key: str, value: str, limits: source.Limits
-) -> tuple[list[source.Document], list[findings.Finding]]:
+    doc: source.Document, key: str, value: str, limits: source.Limits, budget: ReadBudget
+) -> tuple[list[source.Document], list[findings.Finding], source.SourceFile]:
     path = ("data", key)
     origin = doc.blocks.get(path)
     if origin is None:
         mark = doc.locate(path)
         origin = source.Origin(mark.line, mark.column, exact=False)
     where = f'ConfigMap "{manifests.name(doc)}", key "{key}"'
-    parsed = source.parse_text(value, doc.file, limits, origin, embedded_in=where)
+    left = replace(limits, max_nodes=max(1, budget.nodes), max_expanded_bytes=max(1, budget.expanded_bytes))
+    parsed = source.parse_text(value, doc.file, left, origin, embedded_in=where)
     kept = [d for d in parsed.documents
             if manifests.classify(d) in (manifests.DocType.DEVICE_PLUGIN_CONFIG, manifests.DocType.MIG_PARTED_CONFIG)]
     kept, ignored = first_document_only(kept)
-    return kept, list(parsed.findings) + ignored
+    return kept, list(parsed.findings) + ignored, parsed
 
 
 def first_document_only(docs: Sequence[source.Document]) -> tuple[list[source.Document], list[findings.Finding]]:

@@ -88,6 +88,14 @@ CATALOG: Mapping[str, Msg] = MappingProxyType({
         "Reading stopped: the file expands to more than {limit} values (aliases count every time they are used, "
         "which is how a 'billion laughs' file explodes).",
         "Remove the chain of anchors and aliases; write each manifest out plainly."),
+    "input-limits/expanded-size": Msg(E, _OP,
+        "Reading stopped: with its aliases expanded the file holds more than {limit} of text (each use of an alias "
+        "counts the whole value it repeats, so 2,000 uses of a 100 KB string are 200 MB).",
+        "Write the repeated value once, or drop the aliases; real manifests are far smaller."),
+    "input-limits/embedded": Msg(E, _OP,
+        "Configs embedded in this file were read up to the file's budget ({limit} values in all, aliases expanded); "
+        "`{key}` and the keys after it were not checked.",
+        "Keep each config small and write it out once per key; a real device-plugin config is a few dozen lines."),
     "input-limits/depth": Msg(E, _OP,
         "Reading stopped: values are nested more than {limit} levels deep.",
         "No Kubernetes manifest needs that much nesting; look for an unclosed `[` or `{{`."),
