@@ -4,7 +4,8 @@ The real parser is *not* strict: it goes YAML -> JSON -> Go structs, so unknown 
 keys match case-insensitively, while the hand-written decoders inside ``sharing.timeSlicing``/``sharing.mps``
 look keys up exactly. We mirror that, and also return the keys the plugin ignored so graders can warn about
 them. A config the plugin would crash on raises ``PluginConfigError`` carrying the plugin's whole log line.
-This module is plain data: it must not talk to a cluster.
+This module is plain data: it must not talk to a cluster. It is the runtime path; NVIDIA's own decoder, built as
+the ``dpcheck`` helper (``cluster.gpu.dpcheck``), referees it in tests/unit/test_device_plugin_referee.py.
 """
 
 from __future__ import annotations
