@@ -20,6 +20,7 @@ from ruamel.yaml.error import YAMLError
 
 _Loader: Any = getattr(pyyaml, "CSafeLoader", None) or pyyaml.SafeLoader
 MAX_NODES = 100_000  # go-yaml refuses far less aliasing than this; a real config has a few dozen nodes
+MAX_DEPTH = 200  # well inside Python's recursion limit, with room for the decoder's own frames
 
 
 class YamlSyntaxError(ValueError):
@@ -66,8 +67,8 @@ class _Converter:
 
     def value(self, node: Any, depth: int) -> Any:
         self._charge()
-        if depth > 10_000:
-            raise YamlSyntaxError("yaml: exceeded max depth of 10000")
+        if depth > MAX_DEPTH:
+            raise YamlSyntaxError(f"yaml: nested more than {MAX_DEPTH} levels deep (gpulab's limit; a config needs 6)")
         if isinstance(node, pyyaml.ScalarNode):
             return scalar(node)
         if isinstance(node, pyyaml.SequenceNode):

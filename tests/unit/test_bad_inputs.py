@@ -72,6 +72,8 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "plugin-configs/unknown-version.yaml": ("unknown version: v2",),
     "plugin-configs/not-yaml.yaml": ("error converting YAML to JSON", "line 4"),
     "plugin-configs/bad-strategy.yaml": ("unknown MIG strategy: sometimes",),
+    "plugin-configs/too-deep.yaml": ("error converting YAML to JSON", "nested more than 200 levels"),
+    "plugin-configs/alias-bomb.yaml": ("error converting YAML to JSON", "excessive aliasing"),
     "mig-configs/unknown-profile.yaml": ("mig-configs.all-odd[0]", "5g45gb"),
     "mig-configs/missing-mig-configs.yaml": ("unexpected field: mig-config",),
     "mig-configs/devices-wrong-type.yaml": ("mig-configs.custom[0]", "'devices'"),
