@@ -5,7 +5,7 @@ Tiers (``make test`` runs them all; each has its own ``make test-TIER``):
 
 * ``unit``: no cluster, no build, no whole-tree analysis; quick.
 * ``static``: mypy --strict and import-linter over the whole tree (minutes).
-* ``build``: builds Go tools (kind, celcheck) from the Go module proxy on first use (minutes, needs the proxy or a
+* ``build`` (tests/gobuild): builds Go tools (kind, celcheck) from the Go module proxy on first use (minutes, needs the proxy or a
   warm Go cache).
 * ``e2e``, ``notebooks``, ``browser``: need the real local control plane (and Chromium for ``browser``).
 
@@ -23,7 +23,7 @@ TESTS = Path(__file__).resolve().parent
 _TIERS = {
     "unit": "unit",
     "static": "static",
-    "build": "build",
+    "gobuild": "build",  # not tests/build: pytest never recurses into folders named build
     "e2e": "e2e",
     "notebooks": "notebooks",
     "browser": "browser",
