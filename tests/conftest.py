@@ -5,12 +5,12 @@ Tiers (``make test`` runs them all; each has its own ``make test-TIER``):
 
 * ``unit``: no cluster, no build, no whole-tree analysis; quick.
 * ``static``: mypy --strict and import-linter over the whole tree (minutes).
-* ``build`` (tests/gobuild): builds Go tools (kind, celcheck) from the Go module proxy on first use (minutes, needs the proxy or a
-  warm Go cache).
+* ``build`` (folder tests/gobuild): builds a Go tool (the pinned kind) from the Go module proxy on first use
+  (minutes; needs the proxy or a warm cache).
 * ``e2e``, ``notebooks``, ``browser``: need the real local control plane (and Chromium for ``browser``).
 
-pyproject.toml lists the first four markers; the rest are registered here, and ``strict_markers`` is enforced by
-turning pytest's unknown-mark warning into an error (the same failure ``--strict-markers`` gives).
+pyproject.toml registers unit, e2e, notebooks and browser; static and build are registered here. Unknown marks are
+refused by turning pytest's unknown-mark warning into an error: the collection error ``--strict-markers`` gives.
 """
 
 from __future__ import annotations
