@@ -25,7 +25,8 @@ GPULAB = str(Path(sys.executable).parent / "gpulab")
 
 @pytest.fixture
 def small_fs(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
-    require(os.geteuid() == 0, "mounting a small tmpfs for the state dir needs root; this machine runs the tests as a user")
+    require(os.geteuid() == 0,
+            "mounting a small tmpfs for the state dir needs root; this machine runs the tests as a user")
     size = getattr(request, "param", "8m")
     mount = tmp_path / "fs"
     mount.mkdir()
