@@ -25,5 +25,27 @@ STAGING_MODULES = (
     "sample-controller", "streaming",
 )
 
+# NVIDIA's Go modules, used as referees (never at run time). The Go module proxy serves the GPU Operator only as
+# pseudo-versions; the newest it serves is commit d73a0086a6ba (2025-09-17, the v25.3.4 release; `go list -m
+# github.com/NVIDIA/gpu-operator@latest`; v26.x commits answer 403). Its tools/go.mod pins controller-tools
+# v0.17.2, and controller-gen v0.17.2 over its api/nvidia/v1 gives byte for byte the CRD it ships in
+# deployments/gpu-operator/crds. k8s-device-plugin v0.19.1 is the newest it serves (v0.20.0 answers 403).
+# mig-parted v0.15.0: the proxy serves its .info and .mod but not its .zip, so its code cannot be built here.
+GPU_OPERATOR_MODULE = "github.com/NVIDIA/gpu-operator"
+GPU_OPERATOR_VERSION = "v0.0.0-20250917190837-d73a0086a6ba"
+GPU_OPERATOR_RELEASE = "v25.3.4"  # the release tag on that commit (`git describe`)
+CONTROLLER_TOOLS_VERSION = "v0.17.2"
+DEVICE_PLUGIN_MODULE = "github.com/NVIDIA/k8s-device-plugin"
+DEVICE_PLUGIN_VERSION = "v0.19.1"
+MIG_PARTED_MODULE = "github.com/NVIDIA/mig-parted"
+MIG_PARTED_VERSION = "v0.15.0"
+
+NVIDIA_PINS = (
+    ("gpu-operator", f"{GPU_OPERATOR_VERSION} ({GPU_OPERATOR_RELEASE})"),
+    ("controller-tools", CONTROLLER_TOOLS_VERSION),
+    ("k8s-device-plugin", DEVICE_PLUGIN_VERSION),
+    ("mig-parted", MIG_PARTED_VERSION),
+)
+
 KUBE_BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 ALL_BINARIES = (*KUBE_BINARIES, "etcd")

@@ -329,6 +329,12 @@ CATALOG: Mapping[str, Msg] = MappingProxyType({
     "device-plugin-config/bad-mig-strategy": Msg(E, _O,
         "`{value}` is not a MIG strategy; the device plugin would crash-loop with `{crash}`.",
         "Use none, single or mixed."),
+    "cluster-policy-schema/unknown-field": Msg(E, _O,
+        "`{field}` is not a field of the ClusterPolicy in NVIDIA's CRD ({crd}), which keeps no unknown fields."
+        "{did_you_mean} The API server drops it: `kubectl patch` prints `Warning: unknown field \"{field}\"` and "
+        "changes nothing else, and `kubectl apply` refuses the object (`strict decoding error: unknown field "
+        "\"{field}\"`).",
+        "Field names are case-sensitive; `kubectl explain clusterpolicy.{parent}` lists the fields and what they do."),
     "mig-parted-config/too-big": Msg(W, _SH,
         "This mig-parted config has more than {limit} values; it was not checked in detail.",
         "Keep only the named configs you use."),
