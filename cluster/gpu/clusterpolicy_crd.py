@@ -50,8 +50,8 @@ def schema() -> Mapping[str, Any]:
 
 
 def source() -> str:
-    """Where the schema comes from, for messages: ``GPU Operator v25.3.4 (gpu-operator@v0.0.0-...)``."""
-    return f"GPU Operator {versions.GPU_OPERATOR_RELEASE} ({versions.GPU_OPERATOR_MODULE}@{versions.GPU_OPERATOR_VERSION})"
+    """Where the schema comes from, for messages: ``GPU Operator v25.3.4``."""
+    return f"GPU Operator {versions.GPU_OPERATOR_RELEASE}"
 
 
 @dataclass(frozen=True)

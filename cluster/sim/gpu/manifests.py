@@ -39,7 +39,7 @@ def cluster_policy() -> dict[str, Any]:
         "spec": {
             "operator": {"defaultRuntime": "containerd"},
             "daemonsets": {"priorityClassName": "system-node-critical", "updateStrategy": "RollingUpdate"},
-            "driver": dict(on), "toolkit": dict(on), "validator": dict(on), "gfd": dict(on),
+            "driver": dict(on), "toolkit": dict(on), "gfd": dict(on),
             "dcgm": dict(on), "dcgmExporter": dict(on), "nodeStatusExporter": {"enabled": False},
             "devicePlugin": {"enabled": True, "mps": {"root": policy_mod.DEFAULT_MPS_ROOT}},
             "mig": {"strategy": "single"},
