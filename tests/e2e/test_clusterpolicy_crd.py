@@ -57,8 +57,8 @@ def test_misspelt_field_behaves_as_the_linter_says(gpu_operator: Client, local_c
     patch.write_text(MISSPELT)
     found = [f for f in lint.lint_paths([patch]).findings if f.rule == "cluster-policy-schema"]
     assert len(found) == 1 and "Did you mean `config`?" in found[0].message
-    quoted = re.findall(r"`([^`]*unknown field[^`]*)`", found[0].message)
-    assert len(quoted) == 2, found[0].message
+    quoted = re.findall(r"`([A-Za-z ]+: unknown field [^`]*)`", found[0].message)
+    assert len(quoted) == 2 and "`field not declared in schema`" in found[0].message, found[0].message
     warning, strict = quoted
     before = gpu_operator.get(operator.POLICY)
 
@@ -71,4 +71,19 @@ def test_misspelt_field_behaves_as_the_linter_says(gpu_operator: Client, local_c
 
     applied = local_cluster.kubectl("apply", "-f", str(patch), check=False)
     assert applied.returncode != 0 and strict in applied.stderr, applied.stderr
+    server_side = local_cluster.kubectl("apply", "--server-side", "-f", str(patch), check=False)
+    assert server_side.returncode != 0, server_side.stdout
+    assert ".spec.devicePlugin.confg: field not declared in schema" in server_side.stderr, server_side.stderr
     assert gpu_operator.get(operator.POLICY)["spec"] == before["spec"]
+
+
+def test_bad_mig_strategy_is_refused_as_the_linter_says(gpu_operator: Client, local_cluster, tmp_path: Path) -> None:
+    """The CRD's enum refuses `Mixed`; the device-plugin-config finding quotes the API server's words."""
+    patch = tmp_path / "strategy.yaml"
+    patch.write_text(MISSPELT.split("spec:")[0] + "spec:\n  mig:\n    strategy: Mixed\n")
+    (found,) = [f for f in lint.lint_paths([patch]).findings if f.severity.value == "error"]
+    (quoted,) = re.findall(r"`(spec\.mig\.strategy: [^`]*)`", found.message)
+    refused = local_cluster.kubectl("patch", "clusterpolicy", names.POLICY_NAME, "--type", "merge",
+                                    "--patch-file", str(patch), check=False)
+    assert refused.returncode != 0 and quoted in refused.stderr, refused.stderr
+    assert gpu_operator.get(operator.POLICY)["spec"]["mig"]["strategy"] == "single"
