@@ -13,7 +13,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from cluster import backends, binaries, errors, fleet as fleet_mod, versions
+from cluster import backends, binaries, errors, fleet as fleet_mod, nvidiabuild, versions
+from cluster.gpu import clusterpolicy_crd
 from cluster.backends.base import ClusterStatus
 from cluster.backends.local import LocalBackend
 from cluster.kube.client import Client
@@ -173,6 +174,21 @@ def register(cli: click.Group) -> None:
         if not found:
             raise errors.BinariesUnavailable("the binaries are not in the cache", hint="gpulab binaries ensure")
         click.echo(str(found.directory))
+
+    @binaries_group.command("crd")
+    @click.option("--check", is_flag=True, help="Compare with the committed CRD instead of printing; exit 1 if it differs.")
+    def crd(check: bool) -> None:
+        """Regenerate NVIDIA's ClusterPolicy CRD with the pinned controller-gen (needs Go and the module proxy).
+
+        Prints the file to commit as cluster/gpu/crds/nvidia.com_clusterpolicies.yaml."""
+        text = nvidiabuild.crd_header() + nvidiabuild.generate_clusterpolicy_crd(binaries.cache_dir(), RichProgress())
+        if not check:
+            click.echo(text, nl=False)
+            return
+        if text != clusterpolicy_crd.CRD_PATH.read_text():
+            raise errors.ConfigError(str(clusterpolicy_crd.CRD_PATH), ["differs from what controller-gen generates"],
+                                     hint="gpulab binaries crd > cluster/gpu/crds/nvidia.com_clusterpolicies.yaml")
+        click.echo(f"{clusterpolicy_crd.CRD_PATH}: identical to controller-gen {versions.CONTROLLER_TOOLS_VERSION}'s output")
 
     @cli.group()
     def node() -> None:
