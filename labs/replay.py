@@ -116,6 +116,24 @@ def record_actions(client: Client, spec: LabSpec) -> list[dict[str, Any]]:
     return actions
 
 
+def solve_actions(spec: LabSpec) -> list[dict[str, Any]]:
+    """The actions the lab's own solve steps take, as a bundle records them (for simulated learners)."""
+    out: list[dict[str, Any]] = []
+    for step in spec.solve:
+        if isinstance(step, steps.Label):
+            out.append({"action": "label", "node": step.node, "key": step.key, "value": step.value})
+        elif isinstance(step, steps.Policy):
+            for dotted in _leaf_fields(step.patch):
+                top, _, sub = dotted.partition(".")
+                value = step.patch[top][sub] if sub else step.patch[top]
+                out.append({"action": "policy", "field": dotted, "value": value})
+        elif isinstance(step, steps.Fault):
+            out.append({"action": "fault", "node": step.node, "kind": step.kind, "gpu": step.gpu})
+        elif isinstance(step, steps.Operator):
+            out.append({"action": "operator", "installed": step.installed})
+    return out
+
+
 # --- the plan ------------------------------------------------------------------------------------------------
 
 

@@ -81,17 +81,6 @@ def test_every_lab_solution_replays_without_notes() -> None:
     """The plan of each lab's own solution (with the actions its solve steps take) refuses nothing."""
     for lab_id in labs.list_labs():
         spec = labs.get(lab_id)
-        actions = []
-        for step in spec.solve:
-            if isinstance(step, replay.steps.Label):
-                actions.append({"action": "label", "node": step.node, "key": step.key, "value": step.value})
-            elif isinstance(step, replay.steps.Policy):
-                for dotted in replay._leaf_fields(step.patch):
-                    top, _, sub = dotted.partition(".")
-                    actions.append({"action": "policy", "field": dotted, "value": step.patch[top][sub]})
-            elif isinstance(step, replay.steps.Fault):
-                actions.append({"action": "fault", "node": step.node, "kind": step.kind, "gpu": step.gpu})
-            elif isinstance(step, replay.steps.Operator):
-                actions.append({"action": "operator", "installed": step.installed})
+        actions = replay.solve_actions(spec)
         p = replay.plan(spec, solution_files(lab_id), actions)
         assert p.notes == (), (lab_id, p.notes)
