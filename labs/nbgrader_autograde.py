@@ -50,13 +50,14 @@ def task_reports(spec: LabSpec, report: Report) -> dict[str, Report]:
             for t in spec.tasks}
 
 
-def grade_submission(spec: LabSpec, folder: Path, replay: Client) -> tuple[Report | None, str]:
+def grade_submission(spec: LabSpec, folder: Path, replay: Callable[[], Client]) -> tuple[Report | None, str]:
     """The replayed grade of one handed-in folder's ``evidence.json``, or None and why not."""
     bundle = folder / EVIDENCE
     if not bundle.is_file():
         return None, f"{EVIDENCE} was not handed in"
     try:
-        return grading.grade(spec.id, bundle, replay=replay), ""
+        with replay() as client:
+            return grading.grade(spec.id, bundle, replay=client), ""
     except grading.GradingError:
         raise
     except Exception as exc:  # the learner's file is broken: zero, with the reason in the feedback
@@ -65,8 +66,9 @@ def grade_submission(spec: LabSpec, folder: Path, replay: Client) -> tuple[Repor
 
 
 def autograde(root: Path, lab_id: str, replay: Callable[[], Client], *, limits: sandbox.Limits = sandbox.Limits(),
-              step: Callable[[str], None] = lambda _: None) -> list[Graded]:
-    """Grade every ``submitted/<student>/<lab_id>/`` of the nbgrader course at ``root`` into its gradebook."""
+              step: Callable[[str], None] = lambda _: None, students: tuple[str, ...] = ()) -> list[Graded]:
+    """Grade every ``submitted/<student>/<lab_id>/`` (or those of ``students``) of the nbgrader course at ``root``
+    into its gradebook."""
     from nbgrader.api import Gradebook
 
     spec = catalog.get(lab_id)
@@ -75,11 +77,12 @@ def autograde(root: Path, lab_id: str, replay: Callable[[], Client], *, limits: 
     out = []
     for folder in sorted((root / "submitted").glob(f"*/{lab_id}")):
         student = folder.parent.name
+        if students and student not in students:
+            continue
         step(f"{lab_id}: {student}: running the notebook in the sandbox")
         run = sandbox.run_notebook(folder, nb_name, limits) if (folder / nb_name).is_file() else None
         step(f"{lab_id}: {student}: replaying the evidence on the grader's cluster")
-        with replay() as client:
-            report, error = grade_submission(spec, folder, client)
+        report, error = grade_submission(spec, folder, replay)
         reports = task_reports(spec, report) if report else {}
         points = {gid: float(r.score) for gid, r in reports.items()}
         stamp = folder / "timestamp.txt"

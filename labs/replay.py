@@ -420,7 +420,8 @@ def _settle_pods(client: Client, spec: LabSpec, cap: float) -> None:
             for p in client.get(f"/api/v1/namespaces/{ns}/pods").get("items", []):
                 phase = dig(p, "status", "phase")
                 bound = bool(dig(p, "spec", "nodeName"))
-                unschedulable = any(c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+                unschedulable = any(c.get("type") == "PodScheduled" and c.get("reason") in ("Unschedulable",
+                                                                                              "SchedulingGated")
                                     for c in dig(p, "status", "conditions") or [])
                 if not unschedulable and (not bound or phase == "Pending"):
                     undecided = True
