@@ -49,7 +49,10 @@ NAMESPACED_KINDS: dict[str, tuple[str, str]] = {
     "ResourceClaimTemplate": ("resource.k8s.io", "resourceclaimtemplates"),
 }
 WAIT_CAP_S = 20.0  # a replayed wait never takes longer than this, whatever the lab's own timeout
-QUIET_S = 1.5  # a wait also ends when nothing it watches has changed for this long (the outcome has settled)
+# A wait also ends when nothing it watches has changed for this long: the simulated stack reconciles a node
+# within about 0.3 s of a label or config change (measured on the 2-core machine), so a learner's config that
+# has not produced the outcome after a quiet second will not produce it.
+QUIET_S = 1.0
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 MAX_POLICY_BYTES = 16 * 1024
 
@@ -305,7 +308,18 @@ def ensure_rbac(client: Client, namespaces: Sequence[str]) -> None:
 
 
 def reset(client: Client, spec: LabSpec) -> None:
-    """The lab at its start, as ``gpulab lab start`` leaves it (scope to start values, then the setup steps)."""
+    """The lab at its start, as ``gpulab lab start`` leaves it (scope to start values, then the setup steps).
+
+    A lab namespace still being deleted (the lab was stopped) is waited for: the grader's cluster is ours."""
+    deadline = time.monotonic() + WAIT_CAP_S * 3
+    for ns in spec.scope.namespaces:
+        while time.monotonic() < deadline:
+            try:
+                if dig(client.get(f"/api/v1/namespaces/{ns}"), "status", "phase") != "Terminating":
+                    break
+            except errors.NotFound:
+                break
+            time.sleep(0.3)
     scope_mod.normalize(client, spec.scope)
     from labs import grading
 
@@ -391,43 +405,69 @@ def _fingerprint(client: Client, spec: LabSpec) -> str:
 
 
 def _settle(client: Client, spec: LabSpec, step: steps.Wait) -> None:
-    """The lab's wait, for the learner's work: it ends when the rule passes, when nothing has changed for
-    ``QUIET_S`` (the learner's config will not get there), or after ``WAIT_CAP_S``; it never fails."""
+    """The lab's wait, for the learner's work: it ends when the rule passes; for a pod wait, also when the
+    scheduler has decided about every pod of the lab (a pod it found no place for will not get one by waiting);
+    when nothing has changed for ``QUIET_S`` (the learner's config will not get there); or after ``WAIT_CAP_S``.
+    It never fails: the checks judge the outcome."""
     from labs import grading
+    from labs.checks import live as live_checks
 
     ev = evidence.Evidence({}, (), grading.fleet_facts(spec.fleet), LiveView(client))
     deadline = time.monotonic() + min(step.timeout, WAIT_CAP_S)
     last, quiet_since = "", time.monotonic()
+    pod_wait = isinstance(step.rule, live_checks.PodRule)
     while time.monotonic() < deadline:
         if step.rule.evaluate(ev).passed:
+            return
+        if pod_wait and _decided(client, spec):
             return
         now = _fingerprint(client, spec)
         if now != last:
             last, quiet_since = now, time.monotonic()
         elif time.monotonic() - quiet_since >= QUIET_S:
             return
-        time.sleep(0.2)
+        time.sleep(0.1)
 
 
 def _settle_pods(client: Client, spec: LabSpec, cap: float) -> None:
-    """After the last act: wait until the scheduler has decided about every pod of the lab (bound, or marked
-    unschedulable) and the state has been quiet for a moment, so that the checks read an outcome."""
+    """After the last act: wait until the scheduler has decided about every pod of the lab (bound and started,
+    or unschedulable with its FailedScheduling event recorded), twice in a row, so the checks read an outcome."""
     deadline = time.monotonic() + cap
-    last, quiet_since = "", time.monotonic()
+    in_a_row = 0
     while time.monotonic() < deadline:
-        undecided = False
-        for ns in spec.scope.namespaces:
-            for p in client.get(f"/api/v1/namespaces/{ns}/pods").get("items", []):
-                phase = dig(p, "status", "phase")
-                bound = bool(dig(p, "spec", "nodeName"))
-                unschedulable = any(c.get("type") == "PodScheduled" and c.get("reason") in ("Unschedulable",
-                                                                                              "SchedulingGated")
-                                    for c in dig(p, "status", "conditions") or [])
-                if not unschedulable and (not bound or phase == "Pending"):
-                    undecided = True
-        now = _fingerprint(client, spec)
-        if now != last:
-            last, quiet_since = now, time.monotonic()
-        elif not undecided and time.monotonic() - quiet_since >= 0.6:
+        in_a_row = in_a_row + 1 if _decided(client, spec, events=True) else 0
+        if in_a_row >= 2:
             return
-        time.sleep(0.2)
+        time.sleep(0.1)
+
+
+def _decided(client: Client, spec: LabSpec, *, events: bool = False) -> bool:
+    """Every workload of the lab has its pods, and the scheduler has decided about each pod (and, with
+    ``events``, recorded why for those it could not place)."""
+    for ns in spec.scope.namespaces:
+        for group, plural in (("apps/v1", "deployments"), ("apps/v1", "replicasets")):
+            for w in client.get(f"/apis/{group}/namespaces/{ns}/{plural}").get("items", []):
+                want = dig(w, "spec", "replicas")
+                if (dig(w, "status", "observedGeneration") or 0) < (dig(w, "metadata", "generation") or 0) or \
+                        (dig(w, "status", "replicas") or 0) < (1 if want is None else want):
+                    return False
+        for job in client.get(f"/apis/batch/v1/namespaces/{ns}/jobs").get("items", []):
+            st = as_map(job.get("status"))
+            if not any(st.get(k) for k in ("active", "succeeded", "failed", "ready")):
+                return False
+        waiting: set[str] = set()
+        for p in client.get(f"/api/v1/namespaces/{ns}/pods").get("items", []):
+            reasons = {c.get("reason") for c in dig(p, "status", "conditions") or [] if c.get("type") == "PodScheduled"
+                       and c.get("status") == "False"}
+            if "Unschedulable" in reasons:
+                waiting.add(str(dig(p, "metadata", "name")))
+            elif "SchedulingGated" in reasons:
+                continue
+            elif not dig(p, "spec", "nodeName") or dig(p, "status", "phase") in (None, "", "Pending"):
+                return False
+        if events and waiting:
+            told = {dig(e, "involvedObject", "name") for e in client.get(f"/api/v1/namespaces/{ns}/events").get("items", [])
+                    if e.get("reason") == "FailedScheduling"}
+            if waiting - told:
+                return False
+    return True

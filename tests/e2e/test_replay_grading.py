@@ -32,12 +32,12 @@ def cluster_checks(report: labs.Report) -> dict[str, bool]:
     return {c.id: c.passed for c in report.checks if c.id in ids}
 
 
-@pytest.fixture
-def grader(local_cluster: LocalCluster, tmp_path: Path) -> Iterator[Client]:
+@pytest.fixture(scope="module")
+def grader(local_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
     """The session cluster as the grader's; the lab is left (namespaces and knobs back) afterwards."""
     with local_cluster.client() as client:
         yield client
-    Lab(labs.get(LAB), tmp_path / "left", local_cluster.kubeconfig).stop()
+    Lab(labs.get(LAB), tmp_path_factory.mktemp("left"), local_cluster.kubeconfig).stop()
 
 
 def test_a_forged_bundle_scores_nothing_on_the_cluster_checks(grader: Client, tmp_path: Path) -> None:
