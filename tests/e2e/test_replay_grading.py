@@ -8,6 +8,7 @@ learner's and as the grader's, one after the other, as ``gpulab grade --replay-o
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -114,3 +115,26 @@ def test_replayed_manifests_cannot_escalate(grader: Client, tmp_path: Path) -> N
     with learner, pytest.raises(errors.ApiError) as info:
         learner.get("/api/v1/namespaces/lab-04a/secrets")
     assert info.value.status == 403
+
+
+def test_gpulab_grade_batch_replays_each_submission(local_cluster: LocalCluster, grader: Client,
+                                                    tmp_path: Path) -> None:
+    """`gpulab grade --batch --replay-on`: the solved work gets full marks, the forged claim nothing on the
+    cluster checks, a damaged bundle is recorded as broken; every row is in the CSV."""
+    from labs.bench import grading_bench
+
+    solved, untouched = grading_bench.replay_bundles(LAB, tmp_path / "bundles")
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    (batch / "solved.json").write_bytes(solved.read_bytes())
+    forged = json.loads((BUNDLES / f"{LAB}.solved.json").read_text())
+    forged.update(bundleVersion=2, actions=[], manifests=json.loads(untouched.read_text())["manifests"])
+    (batch / "forged.json").write_text(json.dumps(forged))
+    (batch / "damaged.json").write_text('{"kind": "gpulab.dev/EvidenceBundle", "bundleVersion": 2, "cut')
+    out = local_cluster.gpulab("grade", LAB, "--batch", str(batch), "--replay-on", str(local_cluster.kubeconfig),
+                               "--json")
+    summary = json.loads(out.stdout)
+    assert summary["submissions"] == 3 and summary["broken"] == 1 and summary["passed"] == 1
+    rows = {r["submission"]: r for r in csv.DictReader((batch / f"grades-{LAB}.csv").open())}
+    assert rows["solved.json"]["passed"] == "true" and rows["damaged.json"]["error"]
+    assert all(rows["forged.json"][c.id] == "0" for c in labs.get(LAB).checks if c.cluster)
