@@ -20,7 +20,7 @@ from cluster import backends, errors
 from cluster.backends.base import state_root
 from cluster.kube.client import Client
 from graders import Check, ClusterView, LiveView, Report, Severity, snapshot, source, write_bundle
-from labs import catalog, evidence, grading, kubeapply, scope, steps
+from labs import catalog, evidence, grading, kubeapply, replay, scope, steps
 from labs.spec import LabSpec, Task
 
 log = logging.getLogger(__name__)
@@ -157,7 +157,8 @@ class Lab:
         lab's namespaces and GPU nodes, so that ``gpulab grade`` and nbgrader can grade offline."""
         files = {n: t.decode("utf-8", "replace") for n, t in evidence.read_files(self.workdir, self.spec.files).items()}
         with self.client() as client:
-            data = snapshot(client, self.spec.scope.namespaces, files, self.id)
+            data = snapshot(client, self.spec.scope.namespaces, files, self.id,
+                            replay.record_actions(client, self.spec))
         return write_bundle(path or self.workdir / grading.BUNDLE_FILE, data)
 
     def snapshot(self) -> dict[str, Any]:
