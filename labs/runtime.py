@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster import backends, errors
+from cluster.backends import guard
 from cluster.backends.base import state_root
 from cluster.kube.client import Client
 from graders import Check, ClusterView, LiveView, Report, Severity, snapshot, source, write_bundle
@@ -61,27 +62,40 @@ class Lab:
     def client(self) -> Client:
         return Client.from_kubeconfig(self._kubeconfig or backends.current().kubeconfig())
 
+    def _refuse_on_attach(self, what: str, changes: list[str]) -> guard.Owner:
+        """Check who owns the cluster before anything changes: an attached one (someone else's) is refused
+        with every cluster-wide change the step would make, and nothing is touched."""
+        owner = guard.owner(self._kubeconfig)
+        if changes:
+            shown = "; ".join(dict.fromkeys(changes))
+            guard.refuse_if_attach(owner, f"{what} lab {self.id}, which would {shown}")
+        return owner
+
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
     def setup(self, *, fresh: bool = False) -> None:
         """Scope to start values, setup steps, starter files (``fresh`` replaces the learner's copies)."""
+        owner = self._refuse_on_attach("set up", [*scope.cluster_changes(self.spec.scope),
+                                                  *_changes(self.spec.setup)])
         with self.client() as client:
             scope.normalize(client, self.spec.scope)
-            self._run(client, self.spec.setup, "set up")
+            self._run(client, self.spec.setup, "set up", owner)
         self._copy_files("starter", overwrite=fresh)
         _record_path(self.id).parent.mkdir(parents=True, exist_ok=True)
         _record_path(self.id).write_text(json.dumps({"workdir": str(self.workdir.resolve())}))
 
     def solve(self) -> None:
         """Write the solution files into the working folder and do what a learner would do with them."""
+        owner = self._refuse_on_attach("solve", _changes(self.spec.solve))
         self._copy_files("solution", overwrite=True)
         with self.client() as client:
-            self._run(client, self.spec.solve, "solve")
+            self._run(client, self.spec.solve, "solve", owner)
 
     def reset(self) -> None:
         """Back to the start: the scope and setup again, and the starter files (the old ones are backed up).
 
         An evidence bundle written before is moved to the backup too: it no longer describes the lab."""
+        self._refuse_on_attach("reset", [*scope.cluster_changes(self.spec.scope), *_changes(self.spec.setup)])
         stale = self.workdir / grading.BUNDLE_FILE
         if stale.is_file():
             backup = self.workdir / BACKUPS / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
@@ -91,6 +105,7 @@ class Lab:
 
     def stop(self) -> None:
         """Leave the lab: delete its namespaces and objects and turn the GPU knobs back (your files stay)."""
+        self._refuse_on_attach("stop", scope.cluster_changes(self.spec.scope, leaving=True))
         with self.client() as client:
             scope.leave(client, self.spec.scope)
 
@@ -182,8 +197,8 @@ class Lab:
 
     # --- helpers -----------------------------------------------------------------------------------------------
 
-    def _run(self, client: Client, todo: tuple[steps.Step, ...], what: str) -> None:
-        ctx = steps.StepContext(client, self.spec.directory, grading.fleet_facts(self.spec.fleet))
+    def _run(self, client: Client, todo: tuple[steps.Step, ...], what: str, owner: guard.Owner) -> None:
+        ctx = steps.StepContext(client, self.spec.directory, grading.fleet_facts(self.spec.fleet), owner)
         for step in todo:
             log.info("lab %s: %s: %s", self.id, what, step.describe())
             try:
@@ -205,6 +220,10 @@ class Lab:
                     backup.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(dst, backup)
             shutil.copyfile(src, dst)
+
+
+def _changes(todo: tuple[steps.Step, ...]) -> list[str]:
+    return [c for c in (step.cluster_change() for step in todo) if c]
 
 
 def start(lab_id: str, *, workdir: Path | str | None = None, kubeconfig: Path | str | None = None,
