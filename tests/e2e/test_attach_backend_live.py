@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from cluster import errors, fleet, ops
+from cluster import errors, fleet, ops, pki
+from cluster.kube import kubeconfig
 from cluster.backends import guard
 from cluster.backends.attach import AttachBackend
 from cluster.kube.client import Client
@@ -188,3 +189,45 @@ def test_attach_refuses_every_cluster_wide_step_and_changes_nothing(
     assert not (tmp_path / "lib").exists()
     assert _cluster_view(local_cluster) == before
     assert gpulab("down", "--purge").returncode == 0
+
+
+def test_attach_logs_in_through_an_exec_plugin_or_a_token_file(local_cluster: LocalCluster, tmp_path: Path) -> None:
+    """Issue 16: managed clusters log in through exec credential plugins. A small plugin that prints an
+    ExecCredential (client.authentication.k8s.io/v1) with a token the local API server accepts (a tenant's
+    service-account token, which may read nodes) lets `gpulab up --kubeconfig` attach; so does a tokenFile."""
+    namespace = "attach-exec"
+    try:
+        token = kubeconfig.load(local_cluster.backend.tenant_kubeconfig(namespace)).token
+        assert token
+        (tmp_path / "token").write_text(token + "\n")
+        plugin = tmp_path / "bin" / "lab-get-token"
+        plugin.parent.mkdir()
+        plugin.write_text(f"#!{sys.executable}\nimport json, os, pathlib\n"
+                          "assert json.loads(os.environ['KUBERNETES_EXEC_INFO'])['spec']['interactive'] is False\n"
+                          "token = pathlib.Path(os.environ['LAB_TOKEN_FILE']).read_text().strip()\n"
+                          "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', 'kind': 'ExecCredential',"
+                          " 'status': {'token': token}}))\n")
+        plugin.chmod(0o700)
+        users = {"exec": {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "./bin/lab-get-token",
+                                   "env": [{"name": "LAB_TOKEN_FILE", "value": str(tmp_path / "token")}],
+                                   "interactiveMode": "Never"}},
+                 "token-file": {"tokenFile": "token"}}
+        for kind, user in users.items():
+            config = tmp_path / f"{kind}.kubeconfig"
+            config.write_text(json.dumps({
+                "apiVersion": "v1", "kind": "Config", "current-context": "lab",
+                "clusters": [{"name": "lab", "cluster": {"server": local_cluster.backend.server(),
+                                                         "certificate-authority": str(pki.Pki(local_cluster.backend.dir / "pki").ca_cert)}}],
+                "users": [{"name": "learner", "user": user}],
+                "contexts": [{"name": "lab", "context": {"cluster": "lab", "user": "learner"}}]}))
+            env = dict(os.environ, GPULAB_STATE_DIR=str(tmp_path / f"{kind}-state"))
+            exe = str(Path(sys.executable).parent / "gpulab")
+            up = subprocess.run([exe, "up", "--kubeconfig", str(config)], capture_output=True, text=True,
+                                timeout=120, env=env)
+            assert up.returncode == 0, (kind, up.stdout, up.stderr)
+            status = subprocess.run([exe, "status", "--json"], capture_output=True, text=True, timeout=120, env=env)
+            data = json.loads(status.stdout)
+            assert data["backend"] == "attach" and data["healthy"], (kind, data["problems"])
+            assert sorted(n["name"] for n in data["nodes"]) == sorted(fleet.load("starter").node_names())
+    finally:
+        _drop_tenant(local_cluster, namespace)

@@ -91,6 +91,8 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "kubeconfigs/bad-ca-data.kubeconfig": ("clusters[lab].cluster.certificate-authority-data", "base64"),
     "kubeconfigs/no-server.kubeconfig": ("clusters[lab].cluster.server",),
     "kubeconfigs/scalar.kubeconfig": ("must be a mapping",),
+    "kubeconfigs/exec-plugin-missing.kubeconfig": ("users[eks-user].user.exec.command", "not found on PATH",
+                                                   "install the AWS CLI"),
     "bundles/not-a-bundle.json": ("not a gpulab evidence bundle",),
     "bundles/duplicate-key.json": ("'kind' appears twice",),
     "bundles/latin1.json": ("not UTF-8", "byte 13"),
@@ -280,6 +282,9 @@ CLI_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                          ("latin1.json", "not UTF-8")),
     "attach with bad CA data": (("up", "--kubeconfig", f"{BAD}/kubeconfigs/bad-ca-data.kubeconfig"),
                                 ("certificate-authority-data", "base64")),
+    "attach with a credential plugin that is not installed": (
+        ("up", "--kubeconfig", f"{BAD}/kubeconfigs/exec-plugin-missing.kubeconfig"),
+        ("gpulab-test-no-such-credential-plugin", "not found on PATH", "install the AWS CLI")),
     "attach without a server": (("up", "--kubeconfig", f"{BAD}/kubeconfigs/no-server.kubeconfig"),
                                 ("cluster.server",)),
     "attach with no current context": (("up", "--kubeconfig", f"{BAD}/kubeconfigs/no-current-context.kubeconfig"),
