@@ -104,8 +104,7 @@ class Apply:
 
     file: str
     refused: tuple[str, ...] = ()
-
-    lab_dir: Path | None = field(default=None, compare=False)
+    lab_dir: Path | None = field(default=None, compare=False)  # where ``file`` is, to say what it would change
 
     def run(self, ctx: StepContext) -> None:
         objects = load_objects(ctx.lab_dir / self.file)
