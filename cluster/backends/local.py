@@ -172,6 +172,7 @@ class LocalBackend(StateDir):
             )),
             "gpu-stack": ProcessSpec("gpu-stack", (
                 sys.executable, "-m", "cluster.sim.gpu.stack", f"--kubeconfig={self._kc('agent')}",
+                f"--device-checkpoint={d / 'kubelet' / 'device-checkpoint.json'}",
             )),
             **{spec.name: spec for spec in self.extra_agents},
         }

@@ -207,3 +207,27 @@ def test_the_agent_releases_devices_only_once_its_pod_list_is_complete() -> None
     agent.pod_informer.synced.set()
     asyncio.run(agent._admit(pod, node))  # noqa: SLF001
     assert "x" not in record.taken(name)
+
+
+def test_dcgm_counts_gpu_memory_by_the_checkpoint_not_by_annotations() -> None:
+    """The DCGM exporter decides which pod runs out of GPU memory: a pod whose owner forges ``gpulab.dev/devices``
+    (claiming a GPU it was never given, with a large memory use) must not count on that GPU."""
+    from cluster.sim.gpu import dcgm_exporter, world as world_mod
+
+    node = whole_gpu_node()
+    name = node["metadata"]["name"]
+    record = checkpoint.DeviceCheckpoint()
+    victim = make_pod("victim", containers={"main": {"nvidia.com/gpu": "1"}}, node=name)
+    d = run(victim, node, [], record)
+    victim["metadata"]["annotations"] = {**d.annotations, names.POD_GPU_MEM: "1000"}  # type: ignore[union-attr]
+    forger = make_pod("forger", containers={"main": {"cpu": "100m"}}, node=name,
+                      annotations={names.POD_DEVICES: victim["metadata"]["annotations"][names.POD_DEVICES],
+                                   names.POD_GPU_MEM: "900000"})
+    world = world_mod.World()
+    world.nodes[name] = node
+    for p in (forger, victim):
+        world.put_pod("ADDED", p)
+    exporter = dcgm_exporter.Exporter(None, world, None, {})  # type: ignore[arg-type]
+    uuid = json.loads(d.annotations[names.POD_DEVICES])["main"][0]["uuid"]  # type: ignore[union-attr]
+    assert [c.pod for c in exporter._claims(name, record)[uuid]] == ["victim"]  # noqa: SLF001
+    assert sorted(c.pod for c in exporter._claims(name, None)[uuid]) == ["forger", "victim"]  # noqa: SLF001 - no checkpoint: annotations

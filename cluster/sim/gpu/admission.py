@@ -28,6 +28,7 @@ from cluster.sim.gpu import dra, hoststate, names
 log = logging.getLogger(__name__)
 
 UNEXPECTED = "UnexpectedAdmissionError"
+CLAIM_PREFIX = "claim/"  # checkpoint entries of DRA devices: resource "claim/<pod's claim name>", device name as id
 
 
 @dataclass(frozen=True)
@@ -164,10 +165,11 @@ async def admit(pod: Mapping[str, Any], ctx: admission.Context) -> admission.Dec
     result = allocate(pod, ctx.node, ctx.checkpoint.taken(node_name, except_pod=uid))
     if isinstance(result, admission.Decision):
         return result
-    ctx.checkpoint.record(node_name, uid, {c: [(i["resource"], i["id"]) for i in items if "resource" in i]
-                                           for c, items in result.items()})
     for container, items in (await _claims(pod, ctx.node, ctx.client)).items():
         result.setdefault(container, []).extend(items)
+    ctx.checkpoint.record(node_name, uid, {c: [(i["resource"], i["id"]) if "resource" in i else
+                                               (CLAIM_PREFIX + i["claim"], i["id"]) for i in items]
+                                           for c, items in result.items()})
     record = _record(result)
     env = {k: v for c in json.loads(record[names.POD_ENV]).values() for k, v in c.items()}
     return admission.Decision(annotations=record, env=env)
