@@ -111,19 +111,27 @@ class Lab:
 
     def apply(self, *names: str) -> list[kubeapply.Applied]:
         """Apply the learner's files (all linted manifests when none are named); refusals are results."""
+        read: list[tuple[str, kubeapply.Applied | list[Any]]] = []
+        for name in names or self.spec.lint_files:
+            path = self.file(name)
+            if not path.is_file():
+                read.append((name, kubeapply.Applied(name, False, "the file does not exist")))
+                continue
+            parsed = source.read_file(path, name)
+            bad = [f for f in parsed.findings if f.severity is Severity.ERROR]
+            if bad:
+                read.append((name, kubeapply.Applied(name, False, f"line {bad[0].line}: {bad[0].message}")))
+                continue
+            read.append((name, [d.data for d in parsed.documents]))
+        owner = guard.owner(self._kubeconfig)
+        for name, docs in read:  # a learner's ConfigMap in gpu-operator would change the real GPU stack there
+            changes = [c for c in map(steps.object_change, docs if isinstance(docs, list) else []) if c]
+            if changes:
+                guard.refuse_if_attach(owner, f"apply {name}, which would {'; '.join(changes)}")
         out: list[kubeapply.Applied] = []
         with self.client() as client:
-            for name in names or self.spec.lint_files:
-                path = self.file(name)
-                if not path.is_file():
-                    out.append(kubeapply.Applied(name, False, "the file does not exist"))
-                    continue
-                parsed = source.read_file(path, name)
-                bad = [f for f in parsed.findings if f.severity is Severity.ERROR]
-                if bad:
-                    out.append(kubeapply.Applied(name, False, f"line {bad[0].line}: {bad[0].message}"))
-                    continue
-                out.extend(kubeapply.apply_all(client, [d.data for d in parsed.documents]))
+            for _, docs in read:
+                out.extend(kubeapply.apply_all(client, docs) if isinstance(docs, list) else [docs])
         return out
 
     # --- grading -----------------------------------------------------------------------------------------------

@@ -242,3 +242,18 @@ def test_cli_commands_that_change_the_cluster_refuse_on_attach(attached: Path, a
     assert cli_main.main([*args, *(["--dir", str(tmp_path / "w")] if args[0] == "lab" else [])]) == 1
     err = capsys.readouterr().err
     assert f"refusing to {CLI_REFUSALS[args]}" in err and err.count("error:") == 1, err
+
+
+def test_applying_a_learners_nvidia_named_file_refuses_on_attach(attached: Path, tmp_path: Path) -> None:
+    """A lab started earlier on a lab cluster of one's own, then the state dir attached elsewhere: `gpulab lab
+    apply` would put the learner's device-plugin ConfigMap into the attached cluster's gpu-operator namespace."""
+    from labs import catalog, runtime
+
+    lab = runtime.Lab(catalog.get("04a-time-slicing"), tmp_path / "work", None)
+    lab.workdir.mkdir(parents=True)
+    (lab.workdir / "device-plugin-config.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: device-plugin-config, namespace: gpu-operator}\n"
+        "data: {timeslice-4: 'version: v1'}\n")
+    with pytest.raises(errors.CourseError, match="refusing to apply device-plugin-config.yaml, which would apply "
+                                                 "ConfigMap gpu-operator/device-plugin-config"):
+        lab.apply("device-plugin-config.yaml")
