@@ -256,11 +256,48 @@ def _parse_json(data: bytes, name: str) -> Any:
     except UnicodeDecodeError as exc:
         raise BundleError(name, "bundle/not-json", problem=f"not UTF-8 text (byte {exc.start})") from exc
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        raw = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
     except RecursionError as exc:
         raise BundleError(name, "bundle/invalid", problems="nested too deeply") from exc
     except ValueError as exc:
         raise BundleError(name, "bundle/not-json", problem=str(exc)[:200]) from exc
+    where = _lone_surrogate(raw)
+    if where is not None:
+        raise BundleError(name, "bundle/not-json", problem=f"{where} holds a lone surrogate escape (such as "
+                          "\\ud800), which is not a character: the text cannot be written as UTF-8")
+    return raw
+
+
+def _lone_surrogate(value: object) -> str | None:
+    """The path of the first text (key or value) holding a lone UTF-16 surrogate, which JSON's ``\\uXXXX``
+    escapes can spell but no UTF-8 text can hold; None when there is none. Iterative: the depth is unchecked yet."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return None
+    except (UnicodeEncodeError, RecursionError, ValueError):
+        pass
+    stack: list[tuple[object, str]] = [(value, "(root)")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str) and not _encodable(node):
+            return path
+        if isinstance(node, dict):
+            for key, child in node.items():
+                if not _encodable(key):
+                    return f"{path} (a key)"
+                step = f"[{key!r}]" if "." in key or not key else (f".{key}" if path != "(root)" else key)
+                stack.append((child, f"{path}{step}" if step.startswith("[") or path != "(root)" else step))
+        elif isinstance(node, list):
+            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(node))
+    return "(root)"
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

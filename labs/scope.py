@@ -37,6 +37,30 @@ BASELINE_LABELS: dict[str, str | None] = {
 BASELINE_POLICY = ("devicePlugin.config", "mig.strategy")
 
 
+def cluster_changes(scope: Scope, *, leaving: bool = False) -> list[str]:
+    """What ``normalize`` (or ``leave``) may change outside the lab's namespaces: refused on attached clusters.
+
+    The lab's namespaces count too: a Namespace is cluster-scoped, and on someone else's cluster one of that
+    name may hold someone else's work."""
+    out = []
+    if scope.operator and not leaving:
+        out.append(steps.operator_change(scope.operator == "installed"))
+    if scope.baseline:
+        out.append("reset every GPU node's device-plugin, DRA and MIG labels, clear their simulated faults and "
+                   "restore the ClusterPolicy's defaults")
+    out += [f"{'delete' if leaving else 'create or empty'} namespace {ns}" for ns in scope.namespaces]
+    for ref in scope.objects:
+        path = kubeapply.object_path(ref.api_version, ref.kind, ref.name, ref.namespace)
+        if ref.kind in kubeapply.CLUSTER_SCOPED or steps.path_change(path):
+            out.append(f"delete {ref}")
+    out += [f"remove label {key} from node {node}" for node, keys in sorted(scope.node_labels.items())
+            for key in keys]
+    out += [f"clear the simulated faults of node {node}" for node in scope.faults]
+    if scope.policy:
+        out.append(f"restore the ClusterPolicy fields {', '.join(scope.policy)}")
+    return out
+
+
 def normalize(client: Client, scope: Scope) -> None:
     """Put every object of ``scope`` back to its start value (see ``Scope``)."""
     if scope.operator:

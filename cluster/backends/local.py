@@ -168,9 +168,11 @@ class LocalBackend(StateDir):
             )),
             "pod-agent": ProcessSpec("pod-agent", (
                 sys.executable, "-m", "cluster.sim.pod_agent", f"--kubeconfig={self._kc('agent')}",
+                f"--device-checkpoint={d / 'kubelet' / 'device-checkpoint.json'}",
             )),
             "gpu-stack": ProcessSpec("gpu-stack", (
                 sys.executable, "-m", "cluster.sim.gpu.stack", f"--kubeconfig={self._kc('agent')}",
+                f"--device-checkpoint={d / 'kubelet' / 'device-checkpoint.json'}",
             )),
             **{spec.name: spec for spec in self.extra_agents},
         }

@@ -13,6 +13,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from cluster import errors
+from cluster.kube import credentials
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,15 @@ def _materialise(data_b64: Any, suffix: str, source: Path | str, where: str) -> 
     return str(path)
 
 
+def _pem_b64(pem: str) -> str:
+    return base64.b64encode(pem.encode()).decode()
+
+
+def _local(value: Any, source: Path | str) -> str | None:
+    """A file a kubeconfig names, relative paths resolved against the kubeconfig's own folder (as kubectl does)."""
+    return str(credentials.resolve(str(value), Path(source))) if value else None
+
+
 def _named(items: Any, name: str, kind: str, source: Path | str) -> dict[str, Any]:
     for item in items or []:
         if isinstance(item, dict) and item.get("name") == name:
@@ -117,21 +127,35 @@ def load(path: Path | str, context: str | None = None) -> Connection:
     if not isinstance(cl.get("server"), str) or not cl["server"].startswith(("https://", "http://")):
         raise errors.ConfigError(str(path), [f"{cl_where}.server: missing or not an http(s) URL "
                                              f"({cl.get('server')!r})"])
-    ca = cl.get("certificate-authority")
+    ca = _local(cl.get("certificate-authority"), path)
     if cl.get("certificate-authority-data"):
         ca = _materialise(cl["certificate-authority-data"], ".ca.pem", path, f"{cl_where}.certificate-authority-data")
-    cert = user.get("client-certificate")
-    key = user.get("client-key")
+    cert = _local(user.get("client-certificate"), path)
+    key = _local(user.get("client-key"), path)
     if user.get("client-certificate-data"):
         cert = _materialise(user["client-certificate-data"], ".crt.pem", path, f"{user_where}.client-certificate-data")
     if user.get("client-key-data"):
         key = _materialise(user["client-key-data"], ".key.pem", path, f"{user_where}.client-key-data")
+    token = user.get("token")
+    if not token and user.get("tokenFile"):
+        token = credentials.token_file(user["tokenFile"], Path(path), user_where)
+    if user.get("auth-provider"):
+        raise errors.ConfigError(str(path), [f"{user_where}.auth-provider: auth providers were removed from "
+                                             "Kubernetes clients (1.26); gpulab speaks exec credential plugins"],
+                                 hint="regenerate the kubeconfig with your cloud's exec plugin (for example "
+                                 "gke-gcloud-auth-plugin or kubelogin), or use a token-based kubeconfig")
+    if user.get("exec") is not None and not token and not cert:
+        issued = credentials.run_plugin(user["exec"], Path(path), user_where, cl)
+        token = issued.token
+        if issued.cert_pem and issued.key_pem:
+            cert = _materialise(_pem_b64(issued.cert_pem), ".crt.pem", path, f"{user_where}.exec")
+            key = _materialise(_pem_b64(issued.key_pem), ".key.pem", path, f"{user_where}.exec")
     return Connection(
         server=cl["server"],
         ca_file=ca,
         cert_file=cert,
         key_file=key,
-        token=user.get("token"),
+        token=token,
         namespace=str(ctx.get("namespace") or "default"),
         insecure=bool(cl.get("insecure-skip-tls-verify", False)),
     )

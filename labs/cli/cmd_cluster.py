@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cluster import backends, binaries, errors, fleet as fleet_mod, nvidiabuild, versions
+from cluster.backends import guard
 from cluster.gpu import clusterpolicy_crd
 from cluster.backends.base import ClusterStatus
 from cluster.backends.local import LocalBackend
@@ -200,6 +201,7 @@ def register(cli: click.Group) -> None:
     def heartbeat(name: str, state: str) -> None:
         """Stop or resume a simulated node's kubelet heartbeat (NotReady comes from the node lifecycle controller)."""
         be = backends.current()
+        guard.refuse_if_attach(be, f"turn the heartbeat of node {name} {state} (an annotation on the node)")
         with Client.from_kubeconfig(be.kubeconfig()) as client:
             value = None if state == "on" else "stopped"
             client.patch(f"/api/v1/nodes/{name}", {"metadata": {"annotations": {"gpulab.dev/heartbeat": value}}})
