@@ -101,13 +101,18 @@ def test_secrets_are_encrypted_in_etcd_with_the_clusters_own_key(local_cluster: 
 def test_metrics_refuse_anonymous_requests(local_cluster: LocalCluster, component: str, port_key: str) -> None:
     p = _pki(local_cluster)
     base = f"https://127.0.0.1:{_ports(local_cluster)[port_key]}"
+    # The scheduler starts last, as `up` returns: wait until it serves (health probes stay open to anyone, as
+    # upstream's default).
+    wait_for(lambda: not _refused(f"{base}/healthz", False), timeout=30, what=f"{component} serving")
     anonymous = _refused(f"{base}/metrics", False)
     assert anonymous in ("HTTP 401", "HTTP 403"), f"{component} /metrics anonymously: {anonymous or 'HTTP 200'}"
     admin = _tls(p.ca_cert, p.client_cert("admin"), p.client_key("admin"))
     admin.check_hostname = False
     admin.verify_mode = ssl.CERT_NONE  # the components serve self-signed certificates of their own
-    assert _refused(f"{base}/metrics", admin) == "", f"the admin cannot read {component} /metrics"
-    assert _refused(f"{base}/healthz", False) == ""  # health probes stay open, as upstream's default
+    # A component loads the client CA from the API server a moment after it starts serving; until then every
+    # request is anonymous.
+    wait_for(lambda: _refused(f"{base}/metrics", admin) == "", timeout=30, what=f"the admin reading {component} "
+             "/metrics")
 
 
 def _groups(client: Client) -> list[str]:
