@@ -181,3 +181,39 @@ def test_two_concurrent_ups_on_one_state_dir_both_end_well(tmp_path: Path) -> No
                 proc.kill()
         subprocess.run([GPULAB, "down", "--purge"], env=env, capture_output=True, timeout=120)
     assert not (tmp_path / "root" / "gpulab").exists()
+
+
+def _shorten(p: pki_mod.Pki, name: str, hours_left: float) -> None:
+    """Re-sign ``name``'s certificate (same key, same CA) so that it ends in ``hours_left`` hours."""
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+
+    old = x509.load_pem_x509_certificate(p.cert(name).read_bytes())
+    ca = x509.load_pem_x509_certificate(p.ca_cert.read_bytes())
+    ca_key = serialization.load_pem_private_key(p.ca_key.read_bytes(), None)
+    now = dt.datetime.now(dt.timezone.utc)
+    builder = (x509.CertificateBuilder().subject_name(old.subject).issuer_name(ca.subject)
+               .public_key(old.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(now - dt.timedelta(days=13)).not_valid_after(now + dt.timedelta(hours=hours_left)))
+    for ext in old.extensions:
+        builder = builder.add_extension(ext.value, ext.critical)
+    cert = builder.sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
+    p.cert(name).write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+
+
+def test_certificates_near_expiry_are_reported_and_renewed_by_up(local_cluster: LocalCluster) -> None:
+    p = _pki(local_cluster)
+    _shorten(p, "scheduler", hours_left=12)
+    status = local_cluster.gpulab("status", check=False)
+    assert status.returncode != 0
+    assert "certificates (scheduler) expires" in status.stdout.replace("\n", " "), status.stdout
+    before = {c.name: c.pid for c in local_cluster.backend.components()}
+    local_cluster.gpulab("up")
+    after = {c.name: c.pid for c in local_cluster.backend.components()}
+    assert all(after[n] and after[n] != before[n] for n in before), (before, after)  # restarted to load them
+    left = pki_mod.expiry(p.directory)["scheduler"].timestamp() - time.time()
+    assert left > 13 * 86400, left
+    data = json.loads(local_cluster.gpulab("status", "--json").stdout)
+    assert data["healthy"] is True, data["problems"]
