@@ -209,8 +209,11 @@ def locked(directory: Path, *, wait: float = LOCK_WAIT_SECONDS, what: str = "gpu
                 if not directory.exists():
                     claim(directory)
                 continue
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"`{what}` (pid {os.getpid()})\n".encode(), 0)
+            try:  # who holds it, for a waiter's message; best effort (a full disk may refuse even this)
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"`{what}` (pid {os.getpid()})\n".encode(), 0)
+            except OSError:
+                pass
             try:
                 yield
             finally:

@@ -249,13 +249,14 @@ class LocalBackend(StateDir):
 
     def up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, *, retain: bool = False,
            fleet_source: str | None = None) -> ClusterStatus:
+        # etcd preallocates its 64 MiB write-ahead log and panics without room for it: say so before writing.
+        fresh = not self.exists()
+        self.ensure_space(MIN_FREE_FRESH_MIB if fresh else MIN_FREE_MIB,
+                          "a new local cluster" if fresh else "restarting the local cluster")
         # The state folder must be ours (cluster.safefs), and one command at a time works on it: a second `up`
         # waits for the first and then finds the cluster up.
-        with self.locked("gpulab up"):
+        with self.writing(), self.locked("gpulab up"):
             fresh = not self.exists()
-            # etcd preallocates its 64 MiB write-ahead log and panics without room for it: say so before starting.
-            self.ensure_space(MIN_FREE_FRESH_MIB if fresh else MIN_FREE_MIB,
-                              "a new local cluster" if fresh else "restarting the local cluster")
             try:
                 with self.writing():
                     return self._up(fl, prog, fleet_source)
