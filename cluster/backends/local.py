@@ -289,14 +289,13 @@ class LocalBackend(StateDir):
         for name in STARTED_FIRST:
             self.sup.start(specs[name])
         self._wait_api_ready(ports, pki, prog)
-        self._step_identity_bindings(pki, server)
-        if seeded:
-            with Client.from_kubeconfig(self.kubeconfig()) as client:
-                seed.prune_client_ca(client, pki.ca_cert.read_text())
-        prog.advance(detail="kube-apiserver")
-        self.sup.start(specs["kube-controller-manager"])
-        prog.advance(detail="kube-controller-manager")
         with Client.from_kubeconfig(self.kubeconfig()) as client:
+            self._step_identity_bindings(client, pki, server)
+            if seeded:
+                seed.prune_client_ca(client, pki.ca_cert.read_text())
+            prog.advance(detail="kube-apiserver")
+            self.sup.start(specs["kube-controller-manager"])
+            prog.advance(detail="kube-controller-manager")
             ops.ensure_tenant_rbac(client)
             prog.start(f"waiting for {fl.node_count} nodes to be Ready")
             try:
@@ -321,7 +320,7 @@ class LocalBackend(StateDir):
                         ", ".join(pki.renewed), ", ".join(running))
             self.sup.stop_all(self._all_components())
 
-    def _step_identity_bindings(self, pki: pki_mod.Pki, server: str) -> None:
+    def _step_identity_bindings(self, admin: Client, pki: pki_mod.Pki, server: str) -> None:
         """The admin's and agents' ClusterRoleBindings (to ``cluster-admin``) exist; made when missing.
 
         They are normally already there (the etcd seed carries them, and a running cluster keeps them); when they
@@ -331,8 +330,7 @@ class LocalBackend(StateDir):
         """
         missing = list(IDENTITY_BINDINGS)
         try:
-            with Client.from_kubeconfig(self.kubeconfig(), timeout=10) as admin:
-                missing = [n for n in IDENTITY_BINDINGS if not admin.exists(f"{_CRB}/{n}")]
+            missing = [n for n in IDENTITY_BINDINGS if not admin.exists(f"{_CRB}/{n}")]
         except errors.ApiError as exc:
             if exc.status != 403:
                 raise
@@ -355,15 +353,14 @@ class LocalBackend(StateDir):
             key.unlink(missing_ok=True)
         # The API server's RBAC authorizer sees new bindings through its informer, a moment later.
         deadline = time.monotonic() + 10
-        with Client.from_kubeconfig(self.kubeconfig(), timeout=10) as admin:
-            while True:
-                try:
-                    admin.get(f"{_CRB}/{missing[0]}")
-                    return
-                except errors.ApiError as exc:
-                    if exc.status != 403 or time.monotonic() > deadline:
-                        raise
-                time.sleep(0.05)
+        while True:
+            try:
+                admin.get(f"{_CRB}/{missing[0]}")
+                return
+            except errors.ApiError as exc:
+                if exc.status != 403 or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.05)
 
     @classmethod
     def seed_location(cls, bins: binaries.Binaries) -> Path:
@@ -410,8 +407,8 @@ class LocalBackend(StateDir):
             maker.sup.start(specs["etcd"])
             maker.sup.start(specs["kube-apiserver"])
             maker._wait_api_ready(ports, pki, prog)
-            maker._step_identity_bindings(pki, server)  # so fresh clusters need no break-glass certificate
             with Client.from_kubeconfig(maker.kubeconfig()) as client:
+                maker._step_identity_bindings(client, pki, server)  # so fresh clusters need no break-glass
                 seed.check_no_secrets(client)
             maker.sup.stop("kube-apiserver")
             maker.sup.stop("etcd")
