@@ -5,14 +5,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
 
-from cluster import errors
+from cluster import errors, safefs
 from cluster.kube import credentials
 
 
@@ -74,19 +73,36 @@ def write(
     return path
 
 
+CERTS_DIR = "certs"
+_FALLBACK_CERTS_DIR = ".certs"
+
+
+def certs_dir(source: Path | str) -> Path:
+    """The private folder (0700, ours, not a link: ``safefs.private_dir``) where embedded credentials of the
+    kubeconfig ``source`` are written as files for TLS: ``certs/`` in the gpulab state folder that holds the
+    kubeconfig (so ``down --purge`` removes them with it), else ``.certs/`` in the state root."""
+    from cluster.backends.base import state_root  # here: cluster.backends imports this module's users
+
+    path = Path(source).absolute()
+    for parent in list(path.parents)[:3]:  # <state>/admin.kubeconfig, <state>/kubeconfigs/x, <state>/tenants/x
+        if safefs.is_marked(parent):
+            return safefs.private_dir(parent / CERTS_DIR)
+    return safefs.private_dir(state_root() / _FALLBACK_CERTS_DIR)
+
+
 def _materialise(data_b64: Any, suffix: str, source: Path | str, where: str) -> str:
-    """Write embedded PEM data to a private cache file (content-addressed, so repeated loads reuse it)."""
+    """Write embedded PEM data to a private file (content-addressed, so repeated loads reuse it)."""
     try:
         raw = base64.b64decode("".join(str(data_b64).split()), validate=True)
     except ValueError as exc:  # binascii.Error is a ValueError
         raise errors.ConfigError(str(source), [f"{where}: not valid base64 ({exc})"]) from exc
-    directory = Path(tempfile.gettempdir()) / f"gpulab-{os.getuid()}-certs"
-    directory.mkdir(mode=0o700, exist_ok=True)
-    path = directory / (hashlib.sha256(raw).hexdigest()[:24] + suffix)
-    if not path.exists():
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
+    path = certs_dir(source) / (hashlib.sha256(raw).hexdigest()[:24] + suffix)
+    try:
+        current = path.read_bytes() if not path.is_symlink() else None
+    except OSError:
+        current = None
+    if current != raw:
+        safefs.write_private(path, raw)
     return str(path)
 
 
