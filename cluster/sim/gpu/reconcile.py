@@ -23,6 +23,9 @@ from cluster.sim.gpu.workqueue import WorkQueue
 log = logging.getLogger("gpulab.gpu-stack")
 
 VALIDATION_SECONDS = 0.5
+# Operands whose replacement pod changes what the node shows: the plugin and GFD load their config at start, a
+# new mig-manager applies the current label again.
+RESTART_AWARE = ("device-plugin", "gpu-feature-discovery", "mig-manager")
 
 
 class NodeReconciler:
@@ -94,15 +97,15 @@ class NodeReconciler:
         if pol is None:
             self.mig.cancel(name)
             return
-        decision = migmanager.decide(node, pol, self.world.mig_file())
+        decision = migmanager.decide(node, pol, self.world.mig_file(), self._config_pods(name).get("mig-manager"))
         await self.mig.handle(name, decision)
 
     def _config_pods(self, name: str) -> dict[str, str]:
-        """The live device-plugin and GFD pods on the node (a replaced pod reloads its config)."""
+        """The live device-plugin, GFD and mig-manager pods on the node (a replaced pod reloads its config)."""
         out: dict[str, str] = {}
         for pod in self.world.operator_pods_on(name):
             operand = operands.operand_of(pod)
-            if operand in ("device-plugin", "gpu-feature-discovery") and not pod["metadata"].get("deletionTimestamp"):
+            if operand in RESTART_AWARE and not pod["metadata"].get("deletionTimestamp"):
                 out[operand] = str(pod["metadata"].get("uid", ""))
         return out
 
