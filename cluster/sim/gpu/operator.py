@@ -251,6 +251,25 @@ def set_fault(client: Client, node_name: str, kind: str, gpu: int | None, presen
     return updated
 
 
+# --- operand restarts ---------------------------------------------------------------------------------------------
+
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+
+
+def restart_daemonset(client: Client, name: str) -> str:
+    """What ``kubectl -n gpu-operator rollout restart daemonset/NAME`` does: stamp the pod template's
+    ``restartedAt`` annotation, so the DaemonSet controller replaces every pod (and a new device-plugin pod reads
+    its config again). Returns the timestamp written."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    body = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: stamp}}}}}
+    try:
+        client.patch(f"{names.APPS_PATH}/daemonsets/{name}", body)
+    except errors.NotFound as exc:
+        raise errors.ConfigError("restart", [f"daemonset {name!r} does not exist in {names.NAMESPACE}"],
+                                 hint=f"kubectl -n {names.NAMESPACE} get daemonsets") from exc
+    return stamp
+
+
 def dumps(st: OperatorStatus) -> str:
     return json.dumps({"installed": st.installed, "state": st.state, "metricsUrl": st.metrics_url,
                        "nodes": [n.__dict__ for n in st.nodes]}, indent=2, sort_keys=True)
