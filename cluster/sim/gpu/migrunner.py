@@ -78,6 +78,8 @@ class MigRunner:
                 assert inv is not None
                 held = migmanager.held_instances(self.world.pods_on(name), inv.gpus)
                 outcome = migmanager.apply_per_gpu(decision.result.layouts, inv.gpus, held)
+                if outcome.reason is None:
+                    await self._restart_validator(name)
                 await self._finish(name, config, outcome.reason, decision, outcome.layouts)
                 return
             reason = decision.reason if decision.action in (migmanager.APPLY, migmanager.FAILED) else None
@@ -125,7 +127,6 @@ class MigRunner:
             annotations: dict[str, str | None] = {
                 names.MIG_LAYOUT: hoststate.layout_annotation(layouts),
                 names.MIG_APPLIED: config, names.MIG_FAILURE: None}
-            await self._restart_validator(name)
             await self._patch(name, {names.MIG_CONFIG_STATE: "success", **restored}, annotations)
             log.info("%s: MIG config %s applied", name, config)
             return
