@@ -9,6 +9,7 @@ namespace deletion waits for the namespace controller, emptying takes one reques
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from cluster import errors
@@ -41,10 +42,12 @@ def normalize(client: Client, scope: Scope) -> None:
     """Put every object of ``scope`` back to its start value (see ``Scope``)."""
     if scope.operator:
         steps.ensure_operator(client, scope.operator == "installed")
-    if scope.baseline:
-        _baseline(client)
     for ns in scope.namespaces:
         _empty_namespace(client, ns)
+    if scope.baseline:
+        # The MIG manager never evicts: a lab pod still holding a GPU would make the reset's MIG change fail.
+        _wait_pods_gone(client, scope.namespaces)
+        _baseline(client)
     _knobs(client, scope)
 
 
@@ -52,11 +55,28 @@ def leave(client: Client, scope: Scope) -> None:
     """Undo the lab: its namespaces deleted, its objects removed, the knobs it turned back to their defaults.
 
     The operator's presence is left as it is (installing or removing it is for the next lab to decide)."""
-    if scope.baseline:
-        _baseline(client)
     for ns in scope.namespaces:
+        _delete_pods(client, ns)
         kubeapply.delete(client, f"/api/v1/namespaces/{ns}")
+    if scope.baseline:
+        _wait_pods_gone(client, scope.namespaces)
+        _baseline(client)
     _knobs(client, scope)
+
+
+def _delete_pods(client: Client, ns: str) -> None:
+    try:
+        client.delete(f"/api/v1/namespaces/{ns}/pods", gracePeriodSeconds=0)
+    except errors.NotFound:
+        pass
+
+
+def _wait_pods_gone(client: Client, namespaces: tuple[str, ...], timeout: float = 60.0) -> None:
+    """Wait (bounded) until the lab's pods are gone, so no GPU is still held when the baseline repartitions."""
+    deadline = time.monotonic() + timeout
+    for ns in namespaces:
+        while client.get(f"/api/v1/namespaces/{ns}/pods").get("items") and time.monotonic() < deadline:
+            time.sleep(0.2)
 
 
 def _knobs(client: Client, scope: Scope) -> None:
