@@ -60,9 +60,12 @@ def test_configmap_edit_waits_for_a_rollout_restart(configured: Client) -> None:
     label(client, NODE, names.DEVICE_PLUGIN_CONFIG, "shared")
     _unchanged(client, {"nvidia.com/gpu.shared": "8"})
     assert operand_pods(client, NODE)[PLUGIN_DS]["metadata"]["uid"] == plugin_uid
+    shown = {n.name: n.plugin_config for n in operator.status(client).nodes}
+    assert shown[NODE] == "shared (ConfigMap edited since loaded; restart the plugin)"
     operator.restart_daemonset(client, PLUGIN_DS)
     wait_ext(client, NODE, {"nvidia.com/gpu.shared": "4"}, "allocatable", timeout=60)
     assert operand_pods(client, NODE)[PLUGIN_DS]["metadata"]["uid"] != plugin_uid
+    assert {n.name: n.plugin_config for n in operator.status(client).nodes}[NODE] == "shared"
 
 
 def test_label_switch_to_another_key_loads_it(configured: Client) -> None:
