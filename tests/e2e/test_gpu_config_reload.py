@@ -14,6 +14,7 @@ import pytest
 
 from cluster.kube.client import Client
 from cluster.sim.gpu import names, operator
+from cluster.testing import LocalCluster
 from gpu_e2e import (configmap, delete, ext, gpu_operator, label, operand_pods, set_device_plugin_config, wait_ext,
                      wait_for)
 
@@ -50,9 +51,9 @@ def _unchanged(client: Client, want: dict[str, str], seconds: float = 2.5) -> No
         time.sleep(0.25)
 
 
-def test_configmap_edit_waits_for_a_rollout_restart(configured: Client) -> None:
+def test_configmap_edit_waits_for_a_rollout_restart(configured: Client, local_cluster: LocalCluster) -> None:
     """An edit of the key in use changes nothing, nor does relabelling the node to that same key (the default);
-    `kubectl rollout restart` replaces the plugin pod, which reads the new contents."""
+    `kubectl rollout restart` (the real kubectl) replaces the plugin pod, which reads the new contents."""
     client = configured
     plugin_uid = operand_pods(client, NODE)[PLUGIN_DS]["metadata"]["uid"]
     configmap(client, CM, {"shared": sharing(2), "other": sharing(3)})
@@ -62,7 +63,7 @@ def test_configmap_edit_waits_for_a_rollout_restart(configured: Client) -> None:
     assert operand_pods(client, NODE)[PLUGIN_DS]["metadata"]["uid"] == plugin_uid
     shown = {n.name: n.plugin_config for n in operator.status(client).nodes}
     assert shown[NODE] == "shared (ConfigMap edited since loaded; restart the plugin)"
-    operator.restart_daemonset(client, PLUGIN_DS)
+    local_cluster.kubectl("-n", names.NAMESPACE, "rollout", "restart", f"daemonset/{PLUGIN_DS}")
     wait_ext(client, NODE, {"nvidia.com/gpu.shared": "4"}, "allocatable", timeout=60)
     assert operand_pods(client, NODE)[PLUGIN_DS]["metadata"]["uid"] != plugin_uid
     assert {n.name: n.plugin_config for n in operator.status(client).nodes}[NODE] == "shared"
