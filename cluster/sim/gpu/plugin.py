@@ -58,15 +58,21 @@ class Loaded:
 
     @classmethod
     def from_annotation(cls, raw: str | None) -> Loaded | None:
-        try:
-            data = json.loads(raw) if raw else None
-        except ValueError:
-            return None
-        if not isinstance(data, dict):
-            return None
-        key, text = data.get("key"), data.get("text")
-        return cls(str(data.get("pod", "")), key if isinstance(key, str) else None,
-                   text if isinstance(text, str) else None, str(data.get("ref", "")))
+        return _loaded_from(raw)
+
+
+@functools.lru_cache(maxsize=4096)
+def _loaded_from(raw: str | None) -> Loaded | None:
+    """Parsed once per distinct annotation: a node's stays the same from one reconcile to the next."""
+    try:
+        data = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    key, text = data.get("key"), data.get("text")
+    return Loaded(str(data.get("pod", "")), key if isinstance(key, str) else None,
+                  text if isinstance(text, str) else None, str(data.get("ref", "")))
 
 
 def choose_config(pol: policy_mod.Policy, node_labels: Mapping[str, str],
