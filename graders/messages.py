@@ -300,7 +300,15 @@ CATALOG: Mapping[str, Msg] = MappingProxyType({
         "Nothing to do under a deployment that sets MPS_ROOT; otherwise add `flags.mpsRoot: /run/nvidia/mps`."),
     "device-plugin-config/ignored-sharing-key": Msg(E, _SH,
         "The device plugin silently ignores `{key}`: it is not `timeSlicing` or `mps`, so no sharing is configured.",
-        "Spell the block exactly.{did_you_mean}"),
+        "Spell the block exactly.{did_you_mean} A running plugin keeps the config it loaded: after applying the fix, "
+        "restart it (`kubectl -n gpu-operator rollout restart daemonset/nvidia-device-plugin-daemonset`)."),
+    "device-plugin-config/reload-needs-restart": Msg(I, _SH,
+        "Applying this ConfigMap changes no node by itself: the device plugin and GFD read their config when they "
+        "start, and the config-manager reacts only when a node's `nvidia.com/device-plugin.config` label moves to "
+        "another key.",
+        "After editing a key that nodes already use, run `kubectl -n gpu-operator rollout restart "
+        "daemonset/nvidia-device-plugin-daemonset` (and `daemonset/gpu-feature-discovery` for its labels); under MPS "
+        "restart the MPS control daemon too."),
     "device-plugin-config/ignored-key": Msg(W, _O,
         "The device plugin silently ignores `{key}`.",
         "Remove it or fix its spelling.{did_you_mean}"),

@@ -2,6 +2,7 @@
 
 ``lab.yaml`` writes a step as a one-key mapping: ``{apply: setup/filler.yaml}``, ``{operator: installed}``,
 ``{label: {node, key, value}}``, ``{fault: {node, kind, gpu, present}}``, ``{policy: <patch of spec>}``,
+``{restart: <operand DaemonSet>}`` (a rollout restart),
 ``{delete: <API path>}`` or ``{wait: {<cluster check>: {...}, timeout: 30}}``. A step that fails is our
 failure (the lab could not be set up or solved), raised as a ``ClusterError`` that names the step.
 
@@ -209,6 +210,19 @@ class Policy:
 
 
 @dataclass(frozen=True)
+class Restart:
+    """``kubectl -n gpu-operator rollout restart daemonset/NAME``."""
+
+    daemonset: str
+
+    def run(self, ctx: StepContext) -> None:
+        operator.restart_daemonset(ctx.client, self.daemonset)
+
+    def describe(self) -> str:
+        return f"rollout restart daemonset/{self.daemonset} in gpu-operator"
+
+
+@dataclass(frozen=True)
 class Delete:
     path: str
 
@@ -256,7 +270,7 @@ _WAITABLE: dict[str, Callable[[Problems, str, dict[str, Any], object], Rule]] = 
 def parse(p: Problems, where: str, raw: Any, lab_dir: Path) -> Step | None:
     """One step from its one-key mapping; problems are recorded, None returned for a broken step."""
     if not isinstance(raw, dict) or len(raw) != 1:
-        p.add(where, "a step is a mapping with one key: apply, operator, label, fault, policy, delete or wait")
+        p.add(where, "a step is a mapping with one key: apply, operator, label, fault, policy, restart, delete or wait")
         return None
     (action, value), = raw.items()
     where = f"{where}.{action}"
@@ -284,6 +298,8 @@ def parse(p: Problems, where: str, raw: Any, lab_dir: Path) -> Step | None:
         return _fault(p, where, value)
     if action == "policy":
         return Policy(common.mapping(p, where, value))
+    if action == "restart":
+        return Restart(common.text(p, where, value))
     if action == "delete":
         path = common.text(p, where, value)
         if path and not path.startswith(("/api/", "/apis/")):
@@ -291,7 +307,7 @@ def parse(p: Problems, where: str, raw: Any, lab_dir: Path) -> Step | None:
         return Delete(path)
     if action == "wait":
         return _wait(p, where, value)
-    p.add(where, "unknown step (apply, operator, label, fault, policy, delete, wait)")
+    p.add(where, "unknown step (apply, operator, label, fault, policy, restart, delete, wait)")
     return None
 
 

@@ -76,7 +76,13 @@ def register(cli: click.Group) -> None:
 
     @cli.group()
     def fault() -> None:
-        """Inject or clear simulated GPU faults (stored on the node; every component sees them)."""
+        """Inject or clear simulated GPU faults (stored on the node; every component sees them).
+
+        One kind per step of the operator's validation chain: driver-missing and nouveau-bound (driver),
+        toolkit-misconfigured (toolkit) keep the device plugin from starting; cuda-validation-failing and
+        plugin-validation-failing only stall the validator pod and the ClusterPolicy, the GPUs stay
+        allocatable. gpu-unhealthy --gpu N marks one GPU unhealthy (allocatable drops, capacity stays).
+        """
 
     kinds = click.Choice(hoststate.FAULT_KINDS)
 

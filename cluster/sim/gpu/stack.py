@@ -63,6 +63,8 @@ class Stack:
         node = pod["spec"].get("nodeName", "")
         if operand is None or pod["metadata"].get("deletionTimestamp"):
             return
+        if operand in reconcile.RESTART_AWARE and event == "ADDED":
+            self.nodes.queue.add(node)  # a new plugin or GFD pod loads the config as it is now
         st = self.nodes.operand_states.get(node, {}).get(operand, operands.OperandState())
         self.nodes.changes += 1
         await self.nodes.sync_operand_pod(pod, self.world.nodes.get(node), st)
