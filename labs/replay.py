@@ -89,6 +89,21 @@ def operator_allowed(spec: LabSpec) -> bool:
     return any(isinstance(s, steps.Operator) for s in spec.solve)
 
 
+def allowed_restarts(spec: LabSpec) -> set[str]:
+    """The operator DaemonSets the lab's solution restarts (``kubectl rollout restart``): the learner may too."""
+    return {s.daemonset for s in spec.solve if isinstance(s, steps.Restart)}
+
+
+def _restarted(client: Client, daemonset: str) -> bool:
+    """Whether ``kubectl rollout restart`` was run on this DaemonSet since the operator created it (a lab start
+    installs the operator afresh, so the pod template carries no ``restartedAt`` until somebody restarts it)."""
+    try:
+        ds = client.get(f"{names.APPS_PATH}/daemonsets/{daemonset}")
+    except errors.NotFound:
+        return False
+    return bool(as_map(dig(ds, "spec", "template", "metadata", "annotations")).get(operator.RESTARTED_AT))
+
+
 def record_actions(client: Client, spec: LabSpec) -> list[dict[str, Any]]:
     """What the learner did besides the files, read from the learner's cluster: every knob the lab lets the
     learner turn, with its value now (grading replays these; it never reads the outcome from the bundle)."""
@@ -116,6 +131,9 @@ def record_actions(client: Client, spec: LabSpec) -> list[dict[str, Any]]:
             actions.append({"action": "fault", "node": node, "kind": kind, "gpu": None})
         for gpu in sorted(f.unhealthy):
             actions.append({"action": "fault", "node": node, "kind": "gpu-unhealthy", "gpu": gpu})
+    for daemonset in sorted(allowed_restarts(spec)):
+        if _restarted(client, daemonset):
+            actions.append({"action": "restart", "daemonset": daemonset})
     return actions
 
 
@@ -134,6 +152,8 @@ def solve_actions(spec: LabSpec) -> list[dict[str, Any]]:
             out.append({"action": "fault", "node": step.node, "kind": step.kind, "gpu": step.gpu})
         elif isinstance(step, steps.Operator):
             out.append({"action": "operator", "installed": step.installed})
+        elif isinstance(step, steps.Restart):
+            out.append({"action": "restart", "daemonset": step.daemonset})
     return out
 
 
@@ -142,7 +162,7 @@ def solve_actions(spec: LabSpec) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class Act:
-    """One thing the replay does: ``kind`` is apply, label, policy, fault, operator or wait."""
+    """One thing the replay does: ``kind`` is apply, label, policy, fault, operator, restart or wait."""
 
     kind: str
     describe: str
@@ -194,6 +214,12 @@ def validate_actions(spec: LabSpec, actions: Sequence[Mapping[str, Any]]) -> tup
             else:
                 ok.append(Act("operator", "operator " + ("installed" if installed else "absent"),
                               {"installed": installed}))
+        elif kind == "restart":
+            daemonset = a.get("daemonset")
+            if daemonset not in allowed_restarts(spec):
+                notes.append(f"{where}: lab {spec.id} does not let you restart daemonset {daemonset!s}; not replayed")
+            else:
+                ok.append(Act("restart", f"rollout restart daemonset/{daemonset}", {"daemonset": daemonset}))
         else:
             notes.append(f"{where}: unknown action; not replayed")
             continue
@@ -248,6 +274,10 @@ def plan(spec: LabSpec, files: Mapping[str, bytes], actions: Sequence[Mapping[st
             take(lambda a: a.kind == "operator")
         elif isinstance(step, steps.Fault):
             take(lambda a, s=step: a.kind == "fault" and a.data["node"] == s.node)
+        elif isinstance(step, steps.Restart):
+            # Where the solution restarts (after the fix it loads): a bundle records that a restart happened,
+            # not when, so a restart is replayed at the one point where it can take effect.
+            take(lambda a, s=step: a.kind == "restart" and a.data["daemonset"] == s.daemonset)
         elif isinstance(step, steps.Wait):
             acts.append(Act("wait", step.describe(), {"step": step}))
     # Knobs the lab allows but its solution leaves alone go first: the learner turned them before the rest.
@@ -379,6 +409,11 @@ def _do(admin: Client, learner: Client, spec: LabSpec, act: Act) -> list[str]:
             return [f"{act.describe}: {'; '.join(exc.problems)}"]
     elif act.kind == "operator":
         steps.ensure_operator(admin, bool(d["installed"]))
+    elif act.kind == "restart":
+        try:
+            operator.restart_daemonset(admin, str(d["daemonset"]))
+        except errors.ConfigError as exc:
+            return [f"{act.describe}: {'; '.join(exc.problems)}"]
     elif act.kind == "wait":
         _settle(admin, spec, d["step"])
     return []

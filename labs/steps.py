@@ -216,10 +216,14 @@ class Restart:
     daemonset: str
 
     def run(self, ctx: StepContext) -> None:
+        _guard(ctx, self)
         operator.restart_daemonset(ctx.client, self.daemonset)
 
     def describe(self) -> str:
         return f"rollout restart daemonset/{self.daemonset} in gpu-operator"
+
+    def cluster_change(self) -> str | None:
+        return f"{self.describe()} (restarts an NVIDIA operand on every GPU node)"
 
 
 @dataclass(frozen=True)
