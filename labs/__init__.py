@@ -13,8 +13,8 @@ The public API (stable; notebooks and nbgrader use only this):
   files and/or an evidence bundle offline (or against the live cluster).
 - ``grade_batch(lab_id, folder, csv_path=None) -> BatchResult``: one submission per subfolder, into a CSV.
 
-Reports are ``graders.Report`` (score, max_score, checks with id, passed, points, message, hint); render them
-with ``graders.render``.
+Reports are ``graders.Report`` (score, max_score, checks with id, passed, points, message, hint); a notebook
+shows one as a cell's value (``lab.check()``), and ``graders.render`` prints them elsewhere.
 """
 
 from __future__ import annotations
