@@ -208,7 +208,8 @@ def claim_graph(claim: Mapping[str, Any] | None = None, slices: Sequence[Mapping
     _arrow(ax, (4.0, 4.6), (4.5, 4.6), "names")
 
     spec = (slices[0].get("spec") or {}) if slices else {}
-    head = f"ResourceSlice {((slices[0].get('metadata') or {}).get('name', '')) if slices else '(none)'}"
+    slice_names = [str((s.get("metadata") or {}).get("name", "?")) for s in slices]
+    head = f"ResourceSlice {slice_names[0]}" if len(slice_names) == 1 else f"{len(slice_names)} ResourceSlices"
     _panel(ax, 8.5, 5.6, 4.4, 5.2, head, [f"driver {spec.get('driver', '?')}   pool {(spec.get('pool') or {}).get('name', '?')}"],
            "#dd8452")  # fmt: skip
     _arrow(ax, (8.0, 4.6), (8.5, 4.6), "selects")

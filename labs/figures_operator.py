@@ -198,7 +198,7 @@ def operator_chain(model_name: str = "A100-SXM4-80GB", pods: Sequence[Mapping[st
     _arrow(ax, (3.55, 3.6), (3.95, 3.6))
     _arrow(ax, (7.25, 3.6), (7.65, 3.6))
     resource_state = state_of(by_key["device-plugin"].daemonset)[0]
-    _box(ax, 11.5, 3.6, 1.3, 1.3, [("node", {"fontsize": 8, "weight": "bold"}), ("nvidia.com/gpu", _SMALL),
+    _box(ax, 11.5, 3.6, 1.3, 1.3, [(node or "node", {"fontsize": 8, "weight": "bold"}), ("nvidia.com/gpu", _SMALL),
                                    ("allocatable", _SMALL)], resource_state)  # fmt: skip
     _arrow(ax, (10.95, 3.6), (11.45, 3.6))
     # The ready files come from the validator's first two steps: the only arrows out of the validator.
