@@ -8,7 +8,7 @@ PIP   := $(VENV)/bin/pip
 GPULAB := $(VENV)/bin/gpulab
 JUPYTER_PORT ?= 8888
 
-.PHONY: install system-deps python-deps binaries course test test-unit test-e2e lint bench
+.PHONY: install system-deps python-deps binaries course test test-unit test-static test-build test-e2e lint bench
 
 install: system-deps python-deps binaries
 
@@ -45,8 +45,18 @@ course: install
 test: install
 	$(VENV)/bin/python -m pytest -p no:cacheprovider tests
 
+# Tiers (tests/conftest.py): `make test` runs them all; these run one each.
 test-unit: python-deps
-	$(VENV)/bin/python -m pytest -m unit tests
+	$(VENV)/bin/python -m pytest -p no:cacheprovider -m unit tests
+
+test-static: python-deps
+	$(VENV)/bin/python -m pytest -p no:cacheprovider -m static tests
+
+test-build: python-deps
+	$(VENV)/bin/python -m pytest -p no:cacheprovider -m build tests
+
+test-e2e: install
+	$(VENV)/bin/python -m pytest -p no:cacheprovider -m e2e tests
 
 lint: python-deps
 	$(VENV)/bin/mypy

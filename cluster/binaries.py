@@ -243,7 +243,10 @@ def ensure(
     if "download" in sources:
         with tempfile.TemporaryDirectory(prefix="gpulab-dl-") as tmp:
             try:
-                return install(download(prog, Path(tmp)), "download")
+                result = install(download(prog, Path(tmp)), "download")
+                if "build" in sources:  # our Go helpers (celcheck, dpcheck) have no release to download
+                    _ensure_extras(result, prog)
+                return result
             except (errors.BinariesUnavailable, httpx.HTTPError, OSError, tarfile.TarError) as exc:
                 log.info("download failed: %s", exc)
                 tried.append(f"download: {exc}")
@@ -272,3 +275,12 @@ def _ensure_extras(found: Binaries, prog: progress_mod.Progress) -> None:
                 log.warning("could not build %s: %s", name, exc.message)
                 continue
             shutil.copy2(path, found.directory / name)
+    for name in gobuild.STANDALONE_TOOLS:
+        binary = gobuild.standalone_binary_name(name)
+        if not (found.directory / binary).exists():
+            try:
+                path = gobuild.build_standalone(cache_dir(), name, prog)
+            except errors.BinariesUnavailable as exc:
+                log.warning("could not build %s: %s", binary, exc.message)
+                continue
+            shutil.copy2(path, found.directory / binary)

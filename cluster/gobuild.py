@@ -194,11 +194,48 @@ def build_etcd(cache: Path, prog: progress_mod.Progress) -> Path:
     return work / "bin" / "etcd"
 
 
+# Go programs of ours built in a wrapper module of their own (they need a module the Kubernetes one must not
+# pull in): name -> (module, version). The binary is installed as ``<name>-<version>``.
+STANDALONE_TOOLS: dict[str, tuple[str, str]] = {
+    "dpcheck": (versions.NVIDIA_DEVICE_PLUGIN_MODULE, versions.NVIDIA_DEVICE_PLUGIN_VERSION),
+}
+
+
 def extra_tools() -> tuple[str, ...]:
     """Small Go programs of ours (``cluster/gosrc/<name>``) built inside the Kubernetes wrapper module."""
     if not _GOSRC.is_dir():
         return ()
-    return tuple(sorted(p.name for p in _GOSRC.iterdir() if p.is_dir() and any(p.glob("*.go"))))
+    return tuple(sorted(p.name for p in _GOSRC.iterdir()
+                        if p.is_dir() and any(p.glob("*.go")) and p.name not in STANDALONE_TOOLS))
+
+
+def standalone_binary_name(name: str) -> str:
+    """``dpcheck`` -> ``dpcheck-v0.19.1``: a new pin never reuses a binary built against the old one."""
+    return f"{name}-{STANDALONE_TOOLS[name][1]}"
+
+
+def standalone_gomod(name: str) -> str:
+    module, version = STANDALONE_TOOLS[name]
+    return f"module gpulab.local/{name}\n\ngo {versions.GO_DIRECTIVE}\n\nrequire {module} {version}\n"
+
+
+def build_standalone(cache: Path, name: str, prog: progress_mod.Progress) -> Path:
+    """Build ``cluster/gosrc/<name>`` in ``<cache>/build/<name>-<version>`` (Go's caches make a rebuild fast)."""
+    go = str(go_binary())
+    env = go_env(cache)
+    binary = standalone_binary_name(name)
+    work = cache / "build" / binary
+    work.mkdir(parents=True, exist_ok=True)
+    with _build_lock(work):
+        _write_if_changed(work / "go.mod", standalone_gomod(name))
+        for src in (_GOSRC / name).glob("*.go"):
+            _write_if_changed(work / src.name, src.read_text())
+        prog.start(f"building {binary}")
+        _run([go, "mod", "tidy"], work, env)
+        (work / "bin").mkdir(exist_ok=True)
+        _run([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", f"bin/{binary}", "."], work, env)
+        prog.finish()
+    return work / "bin" / binary
 
 
 def build_extra(cache: Path, name: str, prog: progress_mod.Progress) -> Path:

@@ -14,6 +14,11 @@ GO_DIRECTIVE = "1.26.0"
 KIND_VERSION = "v0.32.0"
 KIND_NODE_IMAGE = "kindest/node:v1.36.1"
 
+# NVIDIA's device-plugin module, whose api/config/v1 decoder referees gpulab's (the dpcheck helper). v0.19.1 is
+# the newest the Go module proxy serves; the course teaches v0.20, whose differences are in docs/gpu-stack.md.
+NVIDIA_DEVICE_PLUGIN_MODULE = "github.com/NVIDIA/k8s-device-plugin"
+NVIDIA_DEVICE_PLUGIN_VERSION = "v0.19.1"
+
 # Staging modules that k8s.io/kubernetes replaces with ./staging/src/k8s.io/<name>; the wrapper module pins each
 # to the released STAGING_VERSION instead (list for 1.36, from k/k go.mod).
 STAGING_MODULES = (

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from graders import manifests, source
 
-CLAIM_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 DRA_GROUP = "resource.k8s.io"
 
 

@@ -15,6 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
+from typing import Any
+
+import re2
 
 from graders import live, nodefit, quantity, schedmsg
 from graders.view import ClusterView, Obj, as_list, as_map, as_str, dig, name_of
@@ -84,6 +87,24 @@ def _sign(a: Fraction | tuple[int, ...], b: Fraction | tuple[int, ...]) -> int:
     return int(a > b) - int(a < b)  # type: ignore[operator]
 
 
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+_RE2_CACHE: dict[str, Any] = {}
+
+
+def _re2(pattern: str) -> Any:
+    """CEL's ``matches`` is RE2 (linear time, no backreferences): a learner's ``^(.|.|.)*!$`` cannot hang us the
+    way Python's backtracking ``re`` does. None for a pattern RE2 refuses (CEL refuses it too)."""
+    if pattern not in _RE2_CACHE:
+        if len(_RE2_CACHE) > 1024:
+            _RE2_CACHE.clear()
+        try:
+            _RE2_CACHE[pattern] = re2.compile(pattern, _RE2_OPTIONS)
+        except re2.error:
+            _RE2_CACHE[pattern] = None
+    return _RE2_CACHE[pattern]
+
+
 def _clause(clause: str, dev: Device) -> bool | None:
     text = clause.strip()
     while text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
@@ -99,10 +120,8 @@ def _clause(clause: str, dev: Device) -> bool | None:
         value = dev.attributes.get(f"{_lit(m.group(1), m.group(2))}/{m.group(3)}")
         if not isinstance(value, str):
             return None
-        try:
-            return re.search(_lit(m.group(5), m.group(6)), value.lower() if m.group(4) else value) is not None
-        except re.error:
-            return None
+        pattern = _re2(_lit(m.group(5), m.group(6)))
+        return None if pattern is None else pattern.search(value.lower() if m.group(4) else value) is not None
     return _numeric_clause(text, dev)
 
 

@@ -12,6 +12,7 @@ import logging
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cluster import errors
@@ -23,7 +24,7 @@ log = logging.getLogger(__name__)
 
 SUFFIXES = (".yaml", ".yml", ".json")
 MAX_FILES = 5_000
-_CONFIG_KEYS = ("any", "default", "config", "config.yaml", "config.yml")
+_SNIFF = 64 * 1024  # the words that make a ConfigMap value worth parsing are looked for this far
 
 
 def lint_paths(
@@ -104,8 +105,11 @@ def _lint_sources(
     docs: list[source.Document] = []
     for src in sources:
         out.extend(src.findings)
-        for doc in src.documents:
-            expanded, problems = expand(doc, limits)
+        top, ignored = first_document_only(src.documents)
+        out.extend(ignored)
+        budget = ReadBudget(limits.max_nodes - src.nodes, limits.max_expanded_bytes - src.expanded_bytes)
+        for doc in top:
+            expanded, problems = expand(doc, limits, budget)
             docs.extend(expanded)
             out.extend(problems)
     ctx = base.RuleContext(fleet=fleet, index=base.build_index(docs), cel=_compile(docs, compile_cel))
@@ -130,7 +134,23 @@ def run_rules(doc: source.Document, ctx: base.RuleContext) -> Iterator[findings.
             )
 
 
-def expand(doc: source.Document, limits: source.Limits) -> tuple[list[source.Document], list[findings.Finding]]:
+@dataclass
+class ReadBudget:
+    """What re-reading the texts embedded in one file may cost in all: the file's own reading limits, shared,
+    so that a ConfigMap repeating (or aliasing) an expensive config under many keys is read within them."""
+
+    nodes: int
+    expanded_bytes: int
+    seen: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, limits: source.Limits) -> "ReadBudget":
+        return cls(limits.max_nodes, limits.max_expanded_bytes)
+
+
+def expand(
+    doc: source.Document, limits: source.Limits, budget: ReadBudget | None = None
+) -> tuple[list[source.Document], list[findings.Finding]]:
     """The document itself plus what it contains: ``List`` items and configs embedded in a ConfigMap."""
     docs = [doc]
     problems: list[findings.Finding] = []
@@ -140,11 +160,21 @@ def expand(doc: source.Document, limits: source.Limits) -> tuple[list[source.Doc
     if kind == "List":
         docs.extend(_list_items(doc))
     elif kind == "ConfigMap":
+        budget = budget or ReadBudget.of(limits)
         for key, value in manifests.as_map(manifests.as_map(doc.data).get("data")).items():
-            if isinstance(value, str) and _looks_like_config(key, value):
-                inner, found = _embedded(doc, key, value, limits)
-                docs.extend(inner)
-                problems.extend(found)
+            if not isinstance(value, str) or not _looks_like_config(key, value) or value in budget.seen:
+                continue  # the same text under another key was read once already: same findings
+            if budget.nodes <= 0 or budget.expanded_bytes <= 0:
+                where = doc.locate(("data", key))
+                problems.append(source.make_finding("input-limits/embedded", doc.file, where, key=key,
+                                                    limit=limits.max_nodes))
+                break
+            budget.seen.add(value)
+            inner, found, cost = _embedded(doc, key, value, limits, budget)
+            budget.nodes -= cost.nodes
+            budget.expanded_bytes -= cost.expanded_bytes
+            docs.extend(inner)
+            problems.extend(found)
     return docs, problems
 
 
@@ -162,24 +192,47 @@ def _list_items(doc: source.Document) -> Iterator[source.Document]:
 
 
 def _looks_like_config(key: str, value: str) -> bool:
-    named = key in _CONFIG_KEYS or key.endswith((".yaml", ".yml"))
-    shaped = "mig-configs:" in value or ("version:" in value and ("sharing:" in value or "flags:" in value))
-    return named and ("version" in value or "sharing" in value or "flags" in value or "mig-configs" in value) or shaped
+    """Worth parsing as a device-plugin or mig-parted config: the config-manager serves any key as a file, and
+    the plugin reads YAML and JSON alike, so only the words decide (``classify`` then decides for real)."""
+    lowered = value[:_SNIFF].lower()
+    return any(word in lowered for word in ("version", "sharing", "flags", "imex", "mig-configs"))
 
 
 def _embedded(
-    doc: source.Document, key: str, value: str, limits: source.Limits
-) -> tuple[list[source.Document], list[findings.Finding]]:
+    doc: source.Document, key: str, value: str, limits: source.Limits, budget: ReadBudget
+) -> tuple[list[source.Document], list[findings.Finding], source.SourceFile]:
     path = ("data", key)
     origin = doc.blocks.get(path)
     if origin is None:
         mark = doc.locate(path)
         origin = source.Origin(mark.line, mark.column, exact=False)
     where = f'ConfigMap "{manifests.name(doc)}", key "{key}"'
-    parsed = source.parse_text(value, doc.file, limits, origin, embedded_in=where)
+    left = replace(limits, max_nodes=max(1, budget.nodes), max_expanded_bytes=max(1, budget.expanded_bytes))
+    parsed = source.parse_text(value, doc.file, left, origin, embedded_in=where)
     kept = [d for d in parsed.documents
             if manifests.classify(d) in (manifests.DocType.DEVICE_PLUGIN_CONFIG, manifests.DocType.MIG_PARTED_CONFIG)]
-    return kept, list(parsed.findings)
+    kept, ignored = first_document_only(kept)
+    return kept, list(parsed.findings) + ignored, parsed
+
+
+def first_document_only(docs: Sequence[source.Document]) -> tuple[list[source.Document], list[findings.Finding]]:
+    """The plugin reads one config file with ``sigs.k8s.io/yaml``, which decodes only the first YAML document:
+    device-plugin configs after the first one of the same file (or ConfigMap value) are ignored, and said so."""
+    kept: list[source.Document] = []
+    problems: list[findings.Finding] = []
+    first: source.Document | None = None
+    for d in docs:
+        if manifests.classify(d) is not manifests.DocType.DEVICE_PLUGIN_CONFIG:
+            kept.append(d)
+        elif first is None and d.index == 0:
+            first = d
+            kept.append(d)
+        elif first is not None:
+            problems.append(source.make_finding("device-plugin-config/second-document", d.file, d.start,
+                                                first=first.start.line))
+        else:
+            kept.append(d)
+    return kept, problems
 
 
 def _compile(docs: Iterable[source.Document], wanted: bool) -> base.CelResults:

@@ -60,7 +60,11 @@ def classify(doc: source.Document) -> DocType:
         return DocType.OBJECT
     if "mig-configs" in data:
         return DocType.MIG_PARTED_CONFIG
-    if any(k in data for k in ("sharing", "flags", "imex")) or ("version" in data and "resources" in data):
+    # The plugin's decoder matches these keys case-insensitively (``Sharing:`` works), so the test does too.
+    folded = {str(k).lower(): v for k, v in data.items()}
+    if any(k in folded for k in ("sharing", "flags", "imex")) or (
+        "version" in folded and (folded["version"] == "v1" or "resources" in folded)
+    ):
         return DocType.DEVICE_PLUGIN_CONFIG
     return DocType.UNKNOWN
 

@@ -88,6 +88,14 @@ CATALOG: Mapping[str, Msg] = MappingProxyType({
         "Reading stopped: the file expands to more than {limit} values (aliases count every time they are used, "
         "which is how a 'billion laughs' file explodes).",
         "Remove the chain of anchors and aliases; write each manifest out plainly."),
+    "input-limits/expanded-size": Msg(E, _OP,
+        "Reading stopped: with its aliases expanded the file holds more than {limit} of text (each use of an alias "
+        "counts the whole value it repeats, so 2,000 uses of a 100 KB string are 200 MB).",
+        "Write the repeated value once, or drop the aliases; real manifests are far smaller."),
+    "input-limits/embedded": Msg(E, _OP,
+        "Configs embedded in this file were read up to the file's budget ({limit} values in all, aliases expanded); "
+        "`{key}` and the keys after it were not checked.",
+        "Keep each config small and write it out once per key; a real device-plugin config is a few dozen lines."),
     "input-limits/depth": Msg(E, _OP,
         "Reading stopped: values are nested more than {limit} levels deep.",
         "No Kubernetes manifest needs that much nesting; look for an unclosed `[` or `{{`."),
@@ -296,8 +304,11 @@ CATALOG: Mapping[str, Msg] = MappingProxyType({
     "device-plugin-config/ignored-key": Msg(W, _O,
         "The device plugin silently ignores `{key}`.",
         "Remove it or fix its spelling.{did_you_mean}"),
+    "device-plugin-config/second-document": Msg(W, _O,
+        "The device plugin reads only the first YAML document of its config file (the one at line {first}); this one is ignored.",
+        "Put each config under its own ConfigMap key (one file each) and select it with the node label `nvidia.com/device-plugin.config`."),
     "device-plugin-config/case-folded": Msg(W, _SH,
-        "`{key}` works only because the plugin's decoder matches this level case-insensitively; the keys inside it are matched exactly.",
+        "`{key}` works only because the plugin's decoder matches this key case-insensitively; inside `timeSlicing` and `mps` keys are matched exactly, and a wrong case there is dropped.",
         "Write `{canonical}`."),
     "device-plugin-config/field-ignored": Msg(W, _SH,
         "The device plugin ignores this field and logs: `{line}`.",

@@ -23,6 +23,7 @@ from typing import Any, Union
 
 import yaml
 
+from cluster.gpu import _yaml as _goyaml
 from graders import findings, messages
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ class Limits:
     max_bytes: int = 1024 * 1024
     max_depth: int = 64
     max_nodes: int = 50_000  # after alias expansion
+    max_expanded_bytes: int = 4 * 1024 * 1024  # text after alias expansion: an alias costs what it repeats
     max_documents: int = 500  # empty documents count too
 
 
@@ -111,6 +113,8 @@ class SourceFile:
     file: str
     documents: tuple[Document, ...]
     findings: tuple[findings.Finding, ...]
+    nodes: int = 0  # what reading it cost, aliases expanded (budgets shared with embedded texts use these)
+    expanded_bytes: int = 0
 
 
 class _Stop(Exception):
@@ -206,11 +210,13 @@ def parse_text(
     except (RecursionError, MemoryError, ValueError, TypeError) as exc:  # never a traceback for the learner
         log.debug("YAML parser failed on %s", file, exc_info=True)
         composer.problems.append(make_finding("yaml-syntax/invalid", file, origin.place(0, 0), problem=str(exc)))
-    return SourceFile(file, tuple(composer.documents), tuple(composer.problems))
+    return SourceFile(file, tuple(composer.documents), tuple(composer.problems), composer.nodes,
+                      composer.expanded_bytes)
 
 
 class _Frame:
-    __slots__ = ("value", "path", "key", "key_mark", "discard", "size", "anchor", "merges", "explicit", "is_key", "mark")
+    __slots__ = ("value", "path", "key", "key_mark", "discard", "size", "anchor", "merges", "explicit", "is_key", "mark",
+                 "bytes")
 
     def __init__(self, value: dict[str, object] | list[object], path: YPath, anchor: str | None, is_key: bool, mark: Mark) -> None:
         self.value = value
@@ -224,6 +230,7 @@ class _Frame:
         self.explicit: dict[str, Mark] = {}
         self.is_key = is_key
         self.mark = mark
+        self.bytes = 0  # text it holds, aliases expanded
 
 
 class _Composer:
@@ -238,6 +245,7 @@ class _Composer:
         self.documents: list[Document] = []
         self.problems: list[findings.Finding] = []
         self.nodes = 0
+        self.expanded_bytes = 0
         self.seen_documents = 0
         self._lines: list[str] | None = None
         self._reset_document()
@@ -245,6 +253,7 @@ class _Composer:
     def _reset_document(self) -> None:
         self.stack: list[_Frame] = []
         self.anchors: dict[str, tuple[object, int]] = {}
+        self.anchor_bytes: dict[str, int] = {}
         self.marks: dict[YPath, Mark] = {}
         self.blocks: dict[YPath, Origin] = {}
         self.root: object = None
@@ -312,6 +321,16 @@ class _Composer:
         if self.nodes > self.limits.max_nodes:
             raise _Stop(make_finding("input-limits/nodes", self.file, mark, limit=self.limits.max_nodes))
 
+    def _charge_bytes(self, size: int, mark: Mark) -> None:
+        """Text is charged each time it is used: 2,000 aliases of a 100 KB string cost 200 MB to render, and
+        stop here at once instead."""
+        self.expanded_bytes += size
+        if self.stack:
+            self.stack[-1].bytes += size
+        if self.expanded_bytes > self.limits.max_expanded_bytes:
+            raise _Stop(make_finding("input-limits/expanded-size", self.file, mark,
+                                     limit=_human(self.limits.max_expanded_bytes)))
+
     def _place(self, value: object, size: int, mark: Mark, anchor: str | None) -> None:
         """Attach a finished value to its parent (or make it the document root)."""
         if anchor:
@@ -351,12 +370,16 @@ class _Composer:
     def _on_scalar(self, event: Any) -> None:
         mark = self.mark(event)
         self._charge(1, mark)
+        self._charge_bytes(len(event.value), mark)
+        if event.anchor:
+            self.anchor_bytes[event.anchor] = len(event.value)
         path, is_key = self._slot(mark)
         if is_key:
             self._check_tag(event, mark)
+            key = _key_text(event)
             if event.anchor:
-                self.anchors[event.anchor] = (event.value, 1)
-            self._take_key(str(event.value), mark)
+                self.anchors[event.anchor] = (key, 1)
+            self._take_key(key, mark)
             return
         value = self._resolve(event, mark)
         if path is not None:
@@ -372,6 +395,7 @@ class _Composer:
             raise _Stop(make_finding("yaml-syntax/undefined-alias", self.file, mark, anchor=event.anchor))
         value, size = found
         self._charge(size, mark)
+        self._charge_bytes(self.anchor_bytes.get(event.anchor, 0), mark)
         path, is_key = self._slot(mark)
         if is_key:
             if isinstance(value, (dict, list)):
@@ -399,6 +423,10 @@ class _Composer:
 
     def _on_end(self) -> None:
         frame = self.stack.pop()
+        if self.stack:
+            self.stack[-1].bytes += frame.bytes  # a container's text counts in its parent's
+        if frame.anchor:
+            self.anchor_bytes[frame.anchor] = frame.bytes
         if isinstance(frame.value, dict) and frame.merges:
             self._apply_merges(frame)
         if frame.is_key:
@@ -518,6 +546,21 @@ _SPECIAL_FLOATS = {
     **{w: math.nan for w in (".nan", ".NaN", ".NAN")},
 }
 _INT64 = (-(2**63), 2**64 - 1)  # ParseInt, then ParseUint
+
+
+def _key_text(event: Any) -> str:
+    """A mapping key as sigs.k8s.io/yaml hands it to encoding/json: plain ``y``/``on`` are booleans and become
+    ``"true"``, ``007`` becomes ``"7"`` (go-yaml v2 resolves keys like values)."""
+    text = str(event.value)
+    if event.style or not event.implicit[0] or event.tag not in (None, "!"):
+        return text
+    value = resolve_plain(text)
+    if value is None or isinstance(value, str):
+        return text
+    try:
+        return _goyaml.json_key(value)
+    except ValueError:
+        return text
 
 
 def resolve_plain(text: str) -> object:

@@ -27,7 +27,3 @@ def get(lab_id: str) -> LabSpec:
         raise errors.ConfigError("lab id", [f"there is no lab {lab_id!r}; the labs are: {', '.join(known)}"],
                                  hint=f"did you mean {close[0]}?" if close else "gpulab lab list")
     return loader.load(ROOT / lab_id)
-
-
-def all_labs() -> list[LabSpec]:
-    return [get(i) for i in ids()]

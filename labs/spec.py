@@ -145,6 +145,3 @@ class LabSpec:
 
     def starter(self, name: str) -> Path:
         return self.directory / "starter" / name
-
-    def solution(self, name: str) -> Path:
-        return self.directory / "solution" / name

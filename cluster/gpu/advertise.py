@@ -76,7 +76,7 @@ def advertise(
     labels, gfd_error = _labels(inv, config, mig_strategy, machine)
     problem = dpc.validate_flags(config)
     if problem is not None:
-        return Advertisement(labels=labels, gfd_error=gfd_error, error="error starting plugins: unable to load config: unable to validate flags: " + problem)
+        return Advertisement(labels=labels, gfd_error=gfd_error, error=dpc.VALIDATE_PREFIX + problem)
     resources, warnings, error = _device_map(inv, mig_strategy, config.flags.device_id_strategy)
     if error is None:
         error = _sharing_error(inv, config, resources)

@@ -55,10 +55,6 @@ class GpuModel:
         return self.mig_memory_slices > 0
 
     @property
-    def memory_bytes(self) -> int:
-        return self.memory_mib * 1024 * 1024
-
-    @property
     def family(self) -> str:
         """GFD ``gpu.family`` from the compute-capability major (and minor for Ada)."""
         major, minor = self.compute_capability

@@ -69,12 +69,5 @@ STANDARD_ATTRIBUTES: Mapping[str, str] = MappingProxyType({"pciBusID": STRING, "
 DRIVERS: Mapping[str, DriverSchema] = MappingProxyType({NVIDIA.driver: NVIDIA, EXAMPLE.driver: EXAMPLE})
 
 
-def driver_for_class(device_class: str) -> DriverSchema | None:
-    for schema in DRIVERS.values():
-        if device_class in schema.device_classes:
-            return schema
-    return None
-
-
 def known_device_classes() -> frozenset[str]:
     return frozenset(c for s in DRIVERS.values() for c in s.device_classes)

@@ -8,20 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any
 
 from cluster.gpu import advertise, inventory
 from cluster.gpu import device_plugin_config as dpc
 
 MIG_STATE = "nvidia.com/mig.config.state"
 MIG_CONFIG = "nvidia.com/mig.config"
-
-
-class NodeJson(TypedDict, total=False):
-    """The parts of a v1 Node this module reads."""
-
-    metadata: dict[str, Any]
-    status: dict[str, Any]
 
 
 @dataclass(frozen=True)

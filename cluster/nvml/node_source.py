@@ -1,6 +1,6 @@
 """Where ``gpulab probe --node`` gets the Node object from: a thin seam, today ``kubectl get node -o json``.
 
-Swap ``KubectlNodeSource`` for an API-client source later without touching the drift rules.
+The drift rules take the Node as plain data, so another source can replace this one without touching them.
 """
 
 from __future__ import annotations
@@ -8,13 +8,9 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from typing import Any, Protocol
+from typing import Any
 
 from cluster import errors
-
-
-class NodeSource(Protocol):
-    def get_node(self, name: str) -> dict[str, Any]: ...
 
 
 class KubectlNodeSource:

@@ -19,10 +19,6 @@ SCHEMA = "gpulab.nvml-snapshot/v1"
 GI_PROFILE_COUNT_FALLBACK = 0x12  # NVML_GPU_INSTANCE_PROFILE_COUNT in nvidia-ml-py 13.615.71
 
 
-class ErrorJson(TypedDict):
-    error: int  # NVML_ERROR_* code
-
-
 class DeviceSnapshot(TypedDict):
     index: int
     name: Any

@@ -58,9 +58,3 @@ def lint_widget(result: findings.LintResult) -> Any:
     import ipywidgets  # the course extra; imported here so the package works without it
 
     return ipywidgets.HTML(value=lint_html(result))
-
-
-def report_widget(report: findings.Report) -> Any:
-    import ipywidgets
-
-    return ipywidgets.HTML(value=report_html(report))

@@ -31,6 +31,9 @@ _RESOURCE_KEYS = ("name", "replicas", "rename", "devices")
 _TOP_KEYS = ("version", "flags", "resources", "sharing", "imex")
 _FLAG_KEYS = ("migStrategy", "failOnInitError", "mpsRoot", "nvidiaDriverRoot", "nvidiaDevRoot", "gdsEnabled",
               "mofedEnabled", "gdrcopyEnabled", "useNodeFeatureAPI", "deviceDiscoveryStrategy", "plugin", "gfd")
+_PLUGIN_KEYS = ("passDeviceSpecs", "deviceListStrategy", "deviceIDStrategy", "cdiAnnotationPrefix", "nvidiaCTKPath",
+                "containerDriverRoot", "sharedDevicesAllocationPolicy")
+_GFD_KEYS = ("oneshot", "noTimestamp", "sleepInterval", "outputFile", "machineTypeFile")
 
 
 def check(doc: source.Document, ctx: base.RuleContext) -> Iterator[findings.Finding]:
@@ -53,48 +56,48 @@ def _config(doc: source.Document) -> Iterator[findings.Finding]:
         text = None
     if text is None:
         yield base.emit(doc, (), "device-plugin-config/crash", message="a number that is not finite",
-                        crash=dpc.CRASH_PREFIX + "error converting YAML to JSON")
+                        crash=dpc.CRASH_PREFIX + dpc.PARSE_PREFIX
+                        + "unmarshal error: error converting YAML to JSON: json: unsupported value: NaN")
         return
     try:
-        config = _load(text, doc.file)
+        config, root_from_deployment = _load(text, doc.file)
     except dpc.PluginConfigError as exc:
         yield base.emit(doc, _locate(data, exc.plugin_message), "device-plugin-config/crash",
                         message=exc.plugin_message, crash=exc.crash_message)
         return
-    if config.sharing_strategy == "mps" and not manifests.as_map(data.get("flags")).get("mpsRoot"):
+    if config.sharing_strategy == "mps" and root_from_deployment:
         yield base.emit(doc, ("sharing",), "device-plugin-config/mps-root-from-deployment")
     yield from _ignored(doc, config)
     yield from _sharing_notes(doc, config)
 
 
+_KNOWN_UNDER = {
+    "": _TOP_KEYS, "sharing": ("timeSlicing", "mps"), "flags": _FLAG_KEYS, "imex": ("channelIDs", "required"),
+    "resources": ("gpus", "mig"), "flags.plugin": _PLUGIN_KEYS, "flags.gfd": _GFD_KEYS,
+}
+
+
+def _known(parent: str) -> tuple[str, ...]:
+    last = parent.rsplit(".", 1)[-1]
+    if last.lower() in ("timeslicing", "mps"):
+        return _SHARING_KEYS
+    if re.fullmatch(r".*\.resources\.\d+", parent):
+        return _RESOURCE_KEYS if "sharing" in parent.lower() else ("pattern", "name")
+    return _KNOWN_UNDER.get(parent, ())
+
+
 def _ignored(doc: source.Document, config: dpc.DevicePluginConfig) -> Iterator[findings.Finding]:
+    """Every key the plugin dropped (``ignored_keys`` comes from the same walk as NVIDIA's decoder)."""
     for dotted in config.ignored_keys:
         path = _path_of(doc.data, dotted)
         parent, _, key = dotted.rpartition(".")
-        known = {"": _TOP_KEYS, "sharing": ("timeSlicing", "mps"), "flags": _FLAG_KEYS}.get(parent, ())
-        variant = "ignored-sharing-key" if parent == "sharing" else "ignored-key"
-        yield base.emit(doc, path, f"device-plugin-config/{variant}", key=dotted, suggestion=_closest(key, known))
-    data = manifests.as_map(doc.data)
-    for name in ("timeSlicing", "mps"):
-        block_key, block = _folded(manifests.as_map(data.get("sharing")) if "sharing" in data else {}, name)
-        if block_key is None:
-            continue
-        if block_key != name:
-            yield base.emit(doc, ("sharing", block_key), "device-plugin-config/case-folded", key=block_key, canonical=name)
-        yield from _exact_keys(doc, ("sharing", block_key), manifests.as_map(block), _SHARING_KEYS)
-        for i, item in enumerate(manifests.as_list(manifests.as_map(block).get("resources"))):
-            yield from _exact_keys(doc, ("sharing", block_key, "resources", i), manifests.as_map(item), _RESOURCE_KEYS)
+        variant = "ignored-sharing-key" if parent.lower() == "sharing" else "ignored-key"
+        yield base.emit(doc, path, f"device-plugin-config/{variant}", key=dotted, suggestion=_closest(key, _known(parent)))
+    for dotted, canonical in config.folded_keys:
+        yield base.emit(doc, _path_of(doc.data, dotted), "device-plugin-config/case-folded", key=dotted,
+                        canonical=canonical)
     for line in config.log_lines:
         yield base.emit(doc, _log_line_path(doc.data, line), "device-plugin-config/field-ignored", line=line)
-
-
-def _exact_keys(doc: source.Document, path: source.YPath, block: dict[str, object], known: tuple[str, ...]
-                ) -> Iterator[findings.Finding]:
-    """Inside timeSlicing/mps the plugin looks keys up exactly: any other spelling is dropped silently."""
-    for key in block:
-        if key not in known:
-            yield base.emit(doc, path + (key,), "device-plugin-config/ignored-key",
-                            key=".".join(str(p) for p in path + (key,)), suggestion=_closest(key, known))
 
 
 def _sharing_notes(doc: source.Document, config: dpc.DevicePluginConfig) -> Iterator[findings.Finding]:
@@ -129,17 +132,16 @@ def _sharing_notes(doc: source.Document, config: dpc.DevicePluginConfig) -> Iter
         yield base.emit(doc, ("flags", "migStrategy"), "device-plugin-config/operator-overrides-strategy")
 
 
-def _load(text: str, file: str) -> dpc.DevicePluginConfig:
-    """Load as the plugin would; a missing MPS root is supplied the way deployments pass it (MPS_ROOT)."""
+def _load(text: str, file: str) -> tuple[dpc.DevicePluginConfig, bool]:
+    """Load as the plugin would; a missing MPS root is supplied the way deployments pass it (MPS_ROOT).
+
+    The second value says whether that was needed."""
     try:
-        return dpc.load(text, source=file)
+        return dpc.load(text, source=file), False
     except dpc.PluginConfigError as exc:
         if "--mps-root" not in exc.plugin_message:
             raise
-    data = json.loads(text)
-    flags = data.get("flags") if isinstance(data.get("flags"), dict) else {}
-    data["flags"] = {**flags, "mpsRoot": MPS_ROOT}
-    return dpc.load(json.dumps(data), source=file)
+    return dpc.load(text, source=file, env_mps_root=MPS_ROOT), True
 
 
 def _cluster_policy(doc: source.Document) -> Iterator[findings.Finding]:
@@ -147,7 +149,7 @@ def _cluster_policy(doc: source.Document) -> Iterator[findings.Finding]:
     strategy = manifests.as_map(spec.get("mig")).get("strategy")
     if strategy is not None and strategy not in dpc.MIG_STRATEGIES:
         yield base.emit(doc, ("spec", "mig", "strategy"), "device-plugin-config/bad-mig-strategy", value=str(strategy),
-                        crash=dpc.CRASH_PREFIX + f"unable to validate flags: unknown MIG strategy: {strategy}")
+                        crash=dpc.VALIDATE_PREFIX + f"unknown MIG strategy: {strategy}")
 
 
 def _folded(block: dict[str, object], canonical: str) -> tuple[str | None, object]:
@@ -174,6 +176,9 @@ def _path_of(data: object, dotted: str) -> source.YPath:
         if isinstance(node, dict) and part in node:
             path.append(part)
             node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            path.append(int(part))
+            node = node[int(part)]
         else:
             break
     return tuple(path)

@@ -36,11 +36,6 @@ SERVED: Mapping[str, tuple[str, ...]] = {
     "ClusterPolicy": ("nvidia.com/v1",),
     "NVIDIADriver": ("nvidia.com/v1alpha1",),
 }
-# Kinds the rules look inside; for the others "known" means only that the version is checked.
-CHECKED = frozenset(
-    set(manifests.POD_SPEC_PATHS) | {"ResourceQuota", "PriorityClass", "ConfigMap", "DeviceClass", "ResourceClaim",
-                                     "ResourceClaimTemplate", "ResourceSlice", "KubeletConfiguration", "ClusterPolicy"}
-)
 
 
 def check(doc: source.Document, ctx: base.RuleContext) -> Iterator[findings.Finding]:

@@ -184,13 +184,6 @@ def start_figure(bc: BenchCluster, others: list[float] | None = None) -> Figure:
                                  f"from the user cache; last start: {bc.phases}")
 
 
-def fleet_up_figure(bc: BenchCluster, quick: bool) -> Figure:
-    n = bc.fleet.node_count
-    # The 60 s target is for 1,000 nodes; a quick run's smaller fleet carries no target of its own.
-    return Figure(f"up, {n}-node fleet, to all nodes Ready" + (" (quick: smaller fleet)" if quick else ""),
-                  round(bc.up_seconds, 1), "s", None if quick else 60.0)
-
-
 def teardown_figure(bc: BenchCluster, label: str) -> Figure:
     value = None if bc.teardown_seconds is None else round(bc.teardown_seconds, 2)
     return Figure(f"teardown (down --purge), {label}", value, "s")

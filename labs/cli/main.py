@@ -60,7 +60,8 @@ class LazyGroup(click.Group):
 
 
 VERSION_MESSAGE = (f"%(prog)s %(version)s (control plane: Kubernetes {versions.KUBERNETES_VERSION}, "
-                   f"etcd {versions.ETCD_VERSION})")
+                   f"etcd {versions.ETCD_VERSION})"
+                   f"\nNVIDIA k8s-device-plugin {versions.NVIDIA_DEVICE_PLUGIN_VERSION} (config decoder referee)")
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

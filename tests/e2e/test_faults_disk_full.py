@@ -18,14 +18,15 @@ from pathlib import Path
 import pytest
 
 from cluster.kube.client import Client
+from prerequisites import require
 
 GPULAB = str(Path(sys.executable).parent / "gpulab")
 
 
 @pytest.fixture
 def small_fs(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs for the state dir needs root; this machine runs the tests as a user")
+    require(os.geteuid() == 0,
+            "mounting a small tmpfs for the state dir needs root; this machine runs the tests as a user")
     size = getattr(request, "param", "8m")
     mount = tmp_path / "fs"
     mount.mkdir()

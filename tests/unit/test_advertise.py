@@ -220,6 +220,6 @@ def test_nfd_label() -> None:
 def test_flag_problems_surface_as_plugin_error() -> None:
     """gpu-semantics §1 flag validation: a bad effective strategy crashes the plugin, nothing advertised."""
     ad = advertise.advertise(node(T4, 1), None, "bogus")
-    assert ad.error == "error starting plugins: unable to load config: unable to validate flags: unknown MIG strategy: bogus"
+    assert ad.error == "error starting plugins: unable to validate flags: unknown MIG strategy: bogus"
     assert ad.capacity == {}
     assert ad.gfd_error is not None and ad.gfd_error.endswith("unknown strategy: bogus")

@@ -72,6 +72,8 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "plugin-configs/unknown-version.yaml": ("unknown version: v2",),
     "plugin-configs/not-yaml.yaml": ("error converting YAML to JSON", "line 4"),
     "plugin-configs/bad-strategy.yaml": ("unknown MIG strategy: sometimes",),
+    "plugin-configs/too-deep.yaml": ("error converting YAML to JSON", "nested more than 200 levels"),
+    "plugin-configs/alias-bomb.yaml": ("error converting YAML to JSON", "excessive aliasing"),
     "mig-configs/unknown-profile.yaml": ("mig-configs.all-odd[0]", "5g45gb"),
     "mig-configs/missing-mig-configs.yaml": ("unexpected field: mig-config",),
     "mig-configs/devices-wrong-type.yaml": ("mig-configs.custom[0]", "'devices'"),
@@ -305,3 +307,106 @@ def test_cli_batch_grading_records_a_broken_bundle_and_goes_on(tmp_path: Path) -
     broken = next(r for r in rows if r.startswith("broken.json"))
     good = next(r for r in rows if r.startswith("good.json"))
     assert "appears twice" in broken and good.split(",")[1] != ""
+
+
+# --- budgets: hostile inputs end within a CPU-time budget (issue 15 item 7) -------------------------------------
+# Each attempt runs in a child process so that a hang on an old build fails the test at WALL_LIMIT_S instead of
+# stalling the suite; the child reports the CPU time of the step itself (start-up and imports excluded).
+
+CPU_BUDGET_S = 1.0
+WALL_LIMIT_S = 60
+
+_ALIAS_BOMB_CONFIG = (
+    "version: v1\nflags:\n  nvidiaDriverRoot: &s {big}\n  extra: [{uses}]\n"
+    "sharing: {{timeSlicing: {{resources: [{{name: gpu, replicas: 2}}]}}}}\n"
+)
+
+
+def _budgeted(code: str, *, tmp_path: Path) -> dict[str, Any]:
+    """Run ``code`` (which sets ``result``) in a child; returns its JSON report with ``cpu`` seconds."""
+    script = (
+        "import json, os, sys\n"
+        "def _cpu():\n    t = os.times()\n    return t.user + t.system\n"
+        "started = _cpu()\n" + code + "\nprint(json.dumps({'cpu': _cpu() - started, **result}))\n"
+    )
+    try:
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=WALL_LIMIT_S,
+                              cwd=tmp_path, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still running after {WALL_LIMIT_S} s of wall time")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    report: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return report
+
+
+def _lint_report(path: Path) -> str:
+    return (
+        "from graders import lint\n"
+        f"r = lint.lint_paths([{str(path)!r}], compile_cel=False)\n"
+        "result = {'findings': [[f.rule, f.message] for f in r.findings]}\n"
+    )
+
+
+@pytest.mark.parametrize("shape", ["device-plugin-config", "pod"])
+def test_aliases_of_a_big_string_are_charged_by_size(shape: str, tmp_path: Path) -> None:
+    """A 108 KB submission using a 100 KB string 2,000 times is refused at once with a message saying why
+    (it took 9.6 s and 2 GB when an alias of a scalar was charged as one value)."""
+    big = "x" * 100_000
+    if shape == "pod":
+        uses = ", ".join(["{name: *s, image: *s}"] * 800)
+        text = f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    a: &s {big}\nspec:\n  containers: [{uses}]\n"
+    else:
+        text = _ALIAS_BOMB_CONFIG.format(big=big, uses=", ".join(["*s"] * 2000))
+    assert 100_000 < len(text) < 120_000
+    path = tmp_path / "submission.yaml"
+    path.write_text(text)
+    report = _budgeted(_lint_report(path), tmp_path=tmp_path)
+    messages = [m for rule, m in report["findings"] if rule == "input-limits"]
+    assert messages and "aliases expanded" in messages[0] and "MiB" in messages[0], report["findings"]
+    assert report["cpu"] < CPU_BUDGET_S, f"took {report['cpu']:.2f} s of CPU"
+
+
+def _inner_config(n: int) -> str:
+    """A small device-plugin config whose own aliases expand to 10,000 values."""
+    chain = "".join(f"x{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]\n" for i in range(1, 4))
+    return (f"version: v1\nx0: &a0 [{n},2,3,4,5,6,7,8,9,10]\n{chain}"
+            "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 2}]}}\n")
+
+
+@pytest.mark.parametrize("shape", ["one-value-aliased", "distinct-values"])
+def test_embedded_configs_are_read_within_one_budget(shape: str, tmp_path: Path) -> None:
+    """A ConfigMap of ~100 KB whose keys all hold (an alias of) an expensive embedded config lints well under a
+    second: the same text is read once, and all embedded texts share the file's reading budget (it took 63 s when
+    each key was re-parsed with a fresh budget)."""
+    if shape == "one-value-aliased":
+        keys = "".join(f"  config-{i:05d}-for-the-node-pool.yaml: *c\n" for i in range(1, 2400))
+        text = f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cm}}\ndata:\n  k0.yaml: &c {json.dumps(_inner_config(1))}\n{keys}"
+    else:
+        keys = "".join(f"  k{i}.yaml: {json.dumps(_inner_config(i))}\n" for i in range(360))
+        text = f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cm}}\ndata:\n{keys}"
+    assert 95_000 < len(text) < 115_000, len(text)
+    path = tmp_path / "configmap.yaml"
+    path.write_text(text)
+    report = _budgeted(_lint_report(path), tmp_path=tmp_path)
+    assert report["findings"] and not [m for rule, m in report["findings"] if rule == "gpulab-internal"]
+    if shape == "distinct-values":
+        assert any("were not checked" in m for rule, m in report["findings"] if rule == "input-limits"), report
+    assert report["cpu"] < CPU_BUDGET_S, f"took {report['cpu']:.2f} s of CPU"
+
+
+def test_cel_matches_is_re2_and_cannot_backtrack(tmp_path: Path) -> None:
+    """`gpulab why` reads a claim's `matches(...)` selector with RE2, as CEL does: `^(.|.|.)*!$` against a
+    product name is linear time (Python's backtracking `re` hung past 90 s); a pattern RE2 refuses is unknown."""
+    code = (
+        "from fractions import Fraction\n"
+        "from graders import dra_fit\n"
+        "dev = dra_fit.Device('gpu-0', 'gpu.nvidia.com', 'n', {'gpu.nvidia.com/productName': 'NVIDIA A100-SXM4-80GB' * 3}, {})\n"
+        "attr = \"device.attributes['gpu.nvidia.com'].productName\"\n"
+        "hostile = dra_fit.match(attr + \".matches('^(.|.|.)*!$')\", dev)\n"
+        "plain = dra_fit.match(attr + \".lowerAscii().matches('a100')\", dev)\n"
+        "backref = dra_fit.match(attr + \".matches('(A)\\\\\\\\1')\", dev)\n"
+        "result = {'hostile': hostile, 'plain': plain, 'backref': backref}\n"
+    )
+    report = _budgeted(code, tmp_path=tmp_path)
+    assert (report["hostile"], report["plain"], report["backref"]) == (False, True, None), report
+    assert report["cpu"] < CPU_BUDGET_S, f"took {report['cpu']:.2f} s of CPU"

@@ -47,6 +47,7 @@ def test_version_names_the_pinned_control_plane() -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("gpulab 0.") and versions.KUBERNETES_VERSION in out.stdout
     assert versions.ETCD_VERSION in out.stdout
+    assert f"k8s-device-plugin {versions.NVIDIA_DEVICE_PLUGIN_VERSION}" in out.stdout
 
 
 def test_console_script_exit_code_is_the_commands() -> None:

@@ -117,7 +117,7 @@ def test_mps_flag_rules() -> None:
     mps = "sharing: {mps: {resources: [{name: gpu, replicas: 4}]}}\n"
     assert crash(mps).endswith("unable to validate flags: using MPS requires --mps-root to be specified")
     mixed = "flags: {migStrategy: mixed, mpsRoot: /m}\n" + mps
-    assert crash(mixed) == "error starting plugins: unable to load config: unable to validate flags: using --mig-strategy=mixed is not supported with MPS"
+    assert crash(mixed) == "error starting plugins: unable to validate flags: using --mig-strategy=mixed is not supported with MPS"
 
 
 @pytest.mark.parametrize(
@@ -131,7 +131,7 @@ def test_mps_flag_rules() -> None:
 )
 def test_flag_validation_errors(flags: str, msg: str) -> None:
     """gpu-semantics §1 flag validation (`unable to validate flags: ` prefix)."""
-    assert crash(f"flags: {flags}\n") == "error starting plugins: unable to load config: unable to validate flags: " + msg
+    assert crash(f"flags: {flags}\n") == "error starting plugins: unable to validate flags: " + msg
 
 
 def test_fail_requests_greater_than_one_defaults() -> None:
@@ -186,3 +186,123 @@ def test_single_fallback_and_all_fallbacks_failing() -> None:
     got = dpc.select_config({"a": "x", "b": "y"}, None, None, ("named", "single"))
     assert got.error == "no config was set, no default was provided, and all fallbacks failed"
     assert dpc.select_config({}, None, None).error == "no configuration files available"
+
+
+# --- the disagreement classes NVIDIA's decoder found (issue 14); each expectation is dpcheck's answer at
+# k8s-device-plugin v0.19.1 (tests/unit/test_device_plugin_referee.py checks them all when dpcheck is built) ---
+
+VALIDATE = "error starting plugins: unable to validate flags: "
+
+
+def test_empty_time_slicing_is_refused_like_nvidia() -> None:
+    """`timeSlicing:` with no value still runs ReplicatedResources.UnmarshalJSON (DP replicas.go): refused."""
+    assert crash("version: v1\nsharing:\n  timeSlicing:\n") == DECODE + "no resources specified"
+    assert dpc.load("version: v1\nsharing:\n  mps:\n").mps is None  # a nil pointer: no decoder runs
+
+
+@pytest.mark.parametrize("replicas", ["4.0", "1e1", "0x4", "+4"])
+def test_integral_numbers_are_replicas(replicas: str) -> None:
+    """sigs.k8s.io/yaml writes 4.0 as 4 and 1e1 as 10 in its JSON, which an int field accepts."""
+    config = dpc.load(ts(f"    - name: gpu\n      replicas: {replicas}\n"))
+    assert config.time_slicing is not None and config.time_slicing.resources[0].replicas in (4, 10)
+
+
+def test_non_integral_and_quoted_replicas_are_refused_with_the_struct_path() -> None:
+    msg = crash(ts("    - name: gpu\n      replicas: 4.5\n"))
+    assert msg == DECODE + "json: cannot unmarshal number 4.5 into Go struct field Sharing.sharing.timeSlicing of type int"
+    msg = crash(ts("    - name: gpu\n      replicas: \"4\"\n"))
+    assert msg == DECODE + "json: cannot unmarshal string into Go struct field Sharing.sharing.timeSlicing of type int"
+
+
+def test_imex_channel_ids_are_validated() -> None:
+    """DP cmd/nvidia-device-plugin/main.go validateFlags -> api/config/v1/imex.go AssertChannelIDsValid."""
+    assert dpc.load("imex: {channelIDs: [0]}\n").imex_channel_ids == (0,)
+    assert crash("imex: {channelIDs: [0, 1]}\n") == (
+        VALIDATE + "invalid IMEX channel IDs: invalid IMEX config: channelIDs must be [] or [0]; found [0 1]")
+    assert crash('imex: {channelIDs: "0"}\n') == (
+        DECODE + "json: cannot unmarshal string into Go struct field Imex.imex.channelIDs of type []int")
+
+
+@pytest.mark.parametrize(("interval", "msg"), [
+    ("60s", None), ("60", None), ("infinite", None), ("abc", 'time: invalid duration "abc"'),
+    ('"60"', 'time: missing unit in duration "60"'), ("true", "invalid duration"),
+])
+def test_gfd_sleep_interval_is_decoded_even_though_the_plugin_drops_gfd(interval: str, msg: str | None) -> None:
+    """v1.Duration.UnmarshalJSON runs while decoding; loadConfig sets Flags.GFD to nil only afterwards."""
+    text = f"flags:\n  gfd:\n    sleepInterval: {interval}\n"
+    if msg is None:
+        dpc.load(text)
+    else:
+        assert crash(text) == DECODE + msg
+
+
+def test_top_level_resources_are_decoded_then_ignored() -> None:
+    config = dpc.load("resources:\n  gpus:\n  - {pattern: '*', name: gpu, count: 2}\n")
+    assert config.ignored_keys == ("resources.gpus.0.count",)
+    assert config.log_lines == ("Customizing the 'resources' field is not yet supported in the config. Ignoring...",)
+    assert crash("resources: [{pattern: '*', name: gpu}]\n") == (
+        DECODE + "json: cannot unmarshal array into Go struct field Config.resources of type v1.Resources")
+    assert crash("resources: {gpus: [{pattern: '*'}]}\n") == DECODE + "resources must have a 'name' field set"
+
+
+def test_only_the_first_yaml_document_is_read() -> None:
+    config = dpc.load(ts("    - name: gpu\n      replicas: 4\n") + "---\nversion: v2\nthis: [is: broken\n")
+    assert config.time_slicing is not None and config.time_slicing.resources[0].replicas == 4
+
+
+def test_json_and_capitalised_top_levels_are_configs_too() -> None:
+    config = dpc.load('{"Version": "v1", "Sharing": {"TimeSlicing": {"resources": [{"name": "gpu", "replicas": 3}]}}}')
+    assert config.time_slicing is not None and config.time_slicing.resources[0].replicas == 3
+    assert ("Sharing", "sharing") in config.folded_keys
+
+
+def test_dropped_keys_under_imex_and_inside_sharing_are_reported() -> None:
+    config = dpc.load(ts("    - name: gpu\n      replicas: 4\n      replica: 8\n", "    Resources: []\n")
+                      + "imex:\n  channelIds2: [5]\n")
+    assert config.ignored_keys == ("imex.channelIds2", "sharing.timeSlicing.Resources",
+                                   "sharing.timeSlicing.resources.0.replica")
+
+
+def test_yaml_1_1_booleans_as_go_yaml_reads_them() -> None:
+    assert dpc.load(ts("    - name: gpu\n      replicas: 4\n", "    renameByDefault: yes\n")).time_slicing.rename_by_default  # type: ignore[union-attr]
+
+
+def _lint(name: str, text: str) -> list[str]:
+    from graders import lint
+
+    return [f.message for f in lint.lint_texts({name: text}, compile_cel=False).findings if f.rule == "device-plugin-config"]
+
+
+def _configmap(key: str, body: str) -> str:
+    indented = "\n".join("    " + line for line in body.splitlines())
+    return f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c, namespace: gpu-operator}}\ndata:\n  {key}: |\n{indented}\n"
+
+
+@pytest.mark.parametrize("key", ["a100-ts", "config.json", "Default", "sharing.yml"])
+def test_linter_reads_configs_under_any_configmap_key_and_json(key: str) -> None:
+    """The config-manager serves any key as the plugin's file, and the plugin reads JSON as YAML."""
+    body = ('{"version": "v1", "sharing": {"timeSlicing": {}}}' if key.endswith(".json")
+            else "version: v1\nSharing:\n  timeSlicing:\n")
+    messages = _lint("cm.yaml", _configmap(key, body))
+    assert any("no resources specified" in m and "crash-loops" in m for m in messages), messages
+
+
+def test_linter_flags_dropped_imex_keys_and_capitalised_top_levels() -> None:
+    messages = _lint("c.yaml", "version: v1\nFlags:\n  migStrategy: single\nimex:\n  channelIds: [0]\n  channels: [0]\n")
+    assert any("silently ignores `imex.channels`" in m for m in messages), messages
+    assert any("`Flags` works only because" in m for m in messages), messages
+    assert any("`imex.channelIds` works only because" in m for m in messages), messages
+
+
+def test_linter_quotes_the_validation_line_the_plugin_prints() -> None:
+    messages = _lint("c.yaml", "version: v1\nflags:\n  migStrategy: sometimes\n")
+    assert any("`error starting plugins: unable to validate flags: unknown MIG strategy: sometimes`" in m
+               for m in messages), messages
+    assert not any("unable to load config: unable to validate" in m for m in messages)
+
+
+def test_linter_says_a_second_config_document_is_ignored() -> None:
+    text = "version: v1\nflags: {migStrategy: single}\n---\nversion: v1\nsharing: {timeSlicing: {}}\n"
+    messages = _lint("c.yaml", text)
+    assert any("reads only the first YAML document" in m for m in messages), messages
+    assert not any("no resources specified" in m for m in messages), messages

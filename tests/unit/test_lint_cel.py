@@ -10,8 +10,15 @@ import pytest
 from cluster import errors
 from cluster.gpu import cel
 from graders import cel_static, lint
+from prerequisites import require
 
-needs_celcheck = pytest.mark.skipif(cel.find_binary() is None, reason="celcheck is not built (gpulab binaries ensure)")
+
+@pytest.fixture
+def celcheck_built() -> None:
+    require(cel.find_binary() is not None, "celcheck is not built: run `gpulab binaries ensure`")
+
+
+needs_celcheck = pytest.mark.usefixtures("celcheck_built")
 
 
 @needs_celcheck

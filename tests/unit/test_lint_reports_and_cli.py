@@ -3,6 +3,7 @@ scripts and the JSON is byte-for-byte deterministic."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -17,6 +18,7 @@ from graders import findings, lint, messages
 from graders.render import json as json_render
 from graders.render import nbgrader, terminal, widget
 from labs.cli import main as cli_main
+from prerequisites import require
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "rules"
 BAD_POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    image: cuda\n" \
@@ -138,7 +140,7 @@ def test_widget_escapes_learner_text() -> None:
     result = lint.lint_texts({"<b>.yaml": "kind: <script>\n"})
     html = widget.lint_html(result)
     assert "<script>" not in html and "&lt;b&gt;.yaml" in html
-    pytest.importorskip("ipywidgets")
+    require(importlib.util.find_spec("ipywidgets") is not None, "ipywidgets is missing; pip install -e '.[course]'")
     assert widget.lint_widget(result).value == html
 
 

@@ -49,8 +49,15 @@ def test_aliases_within_budget_are_shared_not_copied() -> None:
 
 
 def test_merge_keys_fill_in_missing_keys_only() -> None:
-    doc = _parse("base: &b {x: 1, y: 2}\nm:\n  <<: *b\n  y: 3\n").documents[0]
-    assert doc.data["m"] == {"y": 3, "x": 1}  # type: ignore[index]
+    doc = _parse("base: &b {x: 1, w: 2}\nm:\n  <<: *b\n  w: 3\n").documents[0]
+    assert doc.data["m"] == {"w": 3, "x": 1}  # type: ignore[index]
+
+
+def test_plain_keys_resolve_like_go_yaml_v2() -> None:
+    """kubectl and the device plugin read YAML with go-yaml v2 through sigs.k8s.io/yaml: a plain key ``y`` or
+    ``on`` is a YAML 1.1 boolean and reaches encoding/json as ``"true"``; ``007`` as ``"7"``; quoted keys stay."""
+    doc = _parse("y: 1\non: 2\n007: 3\n'n': 4\nname: 5\n").documents[0]
+    assert doc.data == {"true": 2, "7": 3, "n": 4, "name": 5}
 
 
 def test_depth_and_size_limits() -> None:

@@ -4,7 +4,8 @@ There is no Docker engine and no node image here, so bring-up must fail once kin
 node container. Everything before that is real kind acting on our generated config: pulling the pinned node image,
 creating the network, running one container per node with the API server bound to 127.0.0.1, and writing each
 worker's kubeadm config with our labels and taints. After the failure the half-built cluster must be gone.
-The kind binary is the pinned one from the user cache (built from the Go module proxy on first use).
+The kind binary is the pinned one from the user cache (built from the Go module proxy on first use), so this file
+is in the ``build`` tier (``make test-build``), not in ``unit``.
 """
 
 from __future__ import annotations
