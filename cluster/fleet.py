@@ -153,7 +153,10 @@ def _taints(p: _Problems, path: str, value: Any) -> tuple[Taint, ...]:
             p.add(f"{tp}.key", "required string")
         if effect not in _EFFECTS:
             p.add(f"{tp}.effect", f"must be one of {', '.join(_EFFECTS)}, got {effect!r}")
-        out.append(Taint(str(key), str(effect), str(t.get("value", ""))))
+        value = t.get("value", "")
+        if not isinstance(value, str):
+            p.add(f"{tp}.value", f"must be text, got {type(value).__name__} {value!r}")
+        out.append(Taint(str(key), str(effect), str(value)))
     return tuple(out)
 
 
@@ -212,6 +215,10 @@ def _pool(p: _Problems, path: str, raw: Any) -> NodePool | None:
     )
 
 
+def _spec_not_a_mapping(data: dict[str, Any]) -> bool:
+    return "spec" in data and data["spec"] is not None and not isinstance(data["spec"], dict)
+
+
 def parse(data: Any, source: str = "<fleet>") -> Fleet:
     """Decode and validate a fleet document; raise ``ConfigError`` listing every problem."""
     p = _Problems()
@@ -228,6 +235,12 @@ def parse(data: Any, source: str = "<fleet>") -> Fleet:
     name = meta.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
         p.add("metadata.name", f"must be a lower-case DNS label, got {name!r}")
+    if not isinstance(meta.get("description", ""), str):
+        p.add("metadata.description", f"must be text, got {type(meta['description']).__name__}")
+    if raw_meta is not None and not isinstance(raw_meta, dict):
+        p.add("metadata", f"must be a mapping with name, got {type(raw_meta).__name__}")
+    if _spec_not_a_mapping(data):
+        p.add("spec", f"must be a mapping with pools, got {type(data['spec']).__name__}")
     raw_spec = data.get("spec")
     spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
     p.unknown("spec", spec, {"pools"})

@@ -197,7 +197,7 @@ def build_etcd(cache: Path, prog: progress_mod.Progress) -> Path:
 # Go programs of ours built in a wrapper module of their own (they need a module the Kubernetes one must not
 # pull in): name -> (module, version). The binary is installed as ``<name>-<version>``.
 STANDALONE_TOOLS: dict[str, tuple[str, str]] = {
-    "dpcheck": (versions.NVIDIA_DEVICE_PLUGIN_MODULE, versions.NVIDIA_DEVICE_PLUGIN_VERSION),
+    "dpcheck": (versions.DEVICE_PLUGIN_MODULE, versions.DEVICE_PLUGIN_VERSION),
 }
 
 

@@ -1,7 +1,13 @@
 """Cluster operations every backend shares: node summaries, waiting for readiness, tenant access.
 
 Tenant kubeconfigs use a service account per tenant namespace with a Role that can manage workloads there
-(never Secrets) and read-only access to nodes and the cluster-scoped objects GPU labs need to look at.
+(never Secrets) and read-only access to nodes and the cluster-scoped objects GPU labs need to look at. The
+namespace is set up as the Kubernetes multi-tenancy guidance asks (kubernetes.io/docs/concepts/security/
+multi-tenancy/, "Quotas" and "Pod Security"): Pod Security ``restricted`` enforced through the namespace's
+labels (kubernetes.io/docs/concepts/security/pod-security-admission/), a ResourceQuota and a LimitRange owned
+by the admin (the tenant may read them, never change them), and the critical priority classes rationed to
+nothing by a quota scoped to them (kubernetes.io/docs/concepts/policy/resource-quotas/, "Limit Priority Class
+consumption by default"). An existing namespace is never taken over: only one carrying gpulab's tenant label.
 """
 
 from __future__ import annotations
@@ -18,12 +24,27 @@ from cluster.kube.client import Client
 TENANT_SA = "tenant"
 TENANT_ROLE = "gpulab:tenant"
 NODE_READER = "gpulab:tenant-cluster-reader"
+TENANT_LABEL = "gpulab.dev/tenant"  # gpulab's marker: only namespaces carrying it are ever reused as tenants
+TENANT_QUOTA = "gpulab-tenant"
+TENANT_LIMITS = "gpulab-tenant"
+CRITICAL_QUOTA = "gpulab-tenant-critical-priority"
+CRITICAL_CLASSES = ("system-node-critical", "system-cluster-critical")
+POD_SECURITY = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")} | {
+    f"pod-security.kubernetes.io/{mode}-version": "latest" for mode in ("enforce", "audit", "warn")}
+# What one tenant may use at most: enough for every lab's pods, never the whole cluster.
+TENANT_HARD = {"pods": "50", "requests.cpu": "16", "requests.memory": "64Gi", "limits.cpu": "32",
+               "limits.memory": "128Gi", "requests.nvidia.com/gpu": "8"}
+TENANT_CONTAINER_LIMITS = {"default": {"cpu": "500m", "memory": "512Mi"},
+                           "defaultRequest": {"cpu": "100m", "memory": "128Mi"},
+                           "max": {"cpu": "8", "memory": "32Gi"}}
 
 _TENANT_RULES: list[dict[str, Any]] = [
     {"apiGroups": [""], "resources": ["pods", "pods/log", "configmaps", "services", "persistentvolumeclaims",
-                                      "serviceaccounts", "limitranges"],
+                                      "serviceaccounts"],
      "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]},
-    {"apiGroups": [""], "resources": ["events", "resourcequotas", "pods/status"], "verbs": ["get", "list", "watch"]},
+    # The quota and the limits are the admin's: a tenant reads them and cannot change or delete them.
+    {"apiGroups": [""], "resources": ["events", "resourcequotas", "limitranges", "pods/status"],
+     "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["apps"], "resources": ["deployments", "replicasets", "statefulsets", "daemonsets"],
      "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
     {"apiGroups": ["batch"], "resources": ["jobs", "cronjobs"],
@@ -120,16 +141,57 @@ def ensure_tenant_rbac(client: Client) -> None:
              "metadata": {"name": NODE_READER}, "rules": _READER_RULES})
 
 
+def tenant_objects(namespace: str) -> list[tuple[str, dict[str, Any]]]:
+    """(collection path, object) for everything a tenant namespace holds besides its service account."""
+    ns_path = f"/api/v1/namespaces/{namespace}"
+    return [
+        (f"{ns_path}/resourcequotas",
+         {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": TENANT_QUOTA, "namespace": namespace},
+          "spec": {"hard": dict(TENANT_HARD)}}),
+        (f"{ns_path}/resourcequotas",
+         {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": CRITICAL_QUOTA, "namespace": namespace},
+          "spec": {"hard": {"pods": "0"}, "scopeSelector": {"matchExpressions": [
+              {"scopeName": "PriorityClass", "operator": "In", "values": list(CRITICAL_CLASSES)}]}}}),
+        (f"{ns_path}/limitranges",
+         {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": TENANT_LIMITS, "namespace": namespace},
+          "spec": {"limits": [{"type": "Container", **TENANT_CONTAINER_LIMITS}]}}),
+    ]
+
+
+def _tenant_namespace(client: Client, namespace: str) -> None:
+    """Create the tenant namespace, or bring ours up to date; refuse one gpulab did not make as a tenant's."""
+    path = f"/api/v1/namespaces/{namespace}"
+    labels = {TENANT_LABEL: "true", **POD_SECURITY}
+    try:
+        found = client.get(path)
+    except errors.NotFound:
+        client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                             "metadata": {"name": namespace, "labels": labels}})
+        return
+    if (found.get("metadata", {}).get("labels") or {}).get(TENANT_LABEL) != "true":
+        raise errors.ConfigError("tenant", [
+            f"namespace {namespace!r} already exists and is not a gpulab tenant namespace (it has no "
+            f"{TENANT_LABEL}=true label): gpulab does not take over a namespace, its service accounts or its "
+            "workloads"],
+            hint=f"pick a new name: gpulab kubeconfig --tenant <new-namespace> (or, if you own {namespace} and mean "
+            f"to hand it over: kubectl label namespace {namespace} {TENANT_LABEL}=true)")
+    if found.get("status", {}).get("phase") == "Terminating":
+        raise errors.ClusterError(f"tenant namespace {namespace} is being deleted", hint="wait a few seconds, then retry")
+    client.patch(path, {"metadata": {"labels": labels}})
+
+
 def tenant_kubeconfig(client: Client, namespace: str, dest: Path, *, server: str, ca_file: Path) -> Path:
-    """Create (idempotently) a tenant namespace, its service account and bindings; write its kubeconfig."""
+    """Create (idempotently) a tenant namespace, its guard rails, service account and bindings; write its
+    kubeconfig. An existing namespace without gpulab's tenant label is refused, never adopted."""
     if not namespace or len(namespace) > 63 or not namespace.replace("-", "").isalnum() or namespace != namespace.lower():
         raise errors.ConfigError("tenant", [f"namespace {namespace!r} is not a valid DNS label"])
     if namespace.startswith("kube-") or namespace in ("default", "gpu-operator"):
         raise errors.ConfigError("tenant", [f"namespace {namespace!r} is reserved; pick a tenant namespace"])
+    _tenant_namespace(client, namespace)
     ensure_tenant_rbac(client)
+    for path, body in tenant_objects(namespace):
+        _ensure(client, path, body)
     for path, body in (
-        ("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                "metadata": {"name": namespace, "labels": {"gpulab.dev/tenant": "true"}}}),
         (f"/api/v1/namespaces/{namespace}/serviceaccounts",
          {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": TENANT_SA, "namespace": namespace}}),
         (f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings",

@@ -7,6 +7,15 @@ only reads them back and finds nothing to change. So the first fresh cluster of 
 API server once in a scratch directory, stops them cleanly and keeps etcd's data directory (sparse: ~300 KiB of
 a 64 MiB write-ahead log) in the user cache; later fresh clusters start from a copy of it.
 
+The seed also carries gpulab's two identity ClusterRoleBindings (``gpulab:cluster-admins`` and
+``gpulab:sim-agents``, to ``cluster-admin``), made by the seed's maker with a break-glass certificate, so a fresh
+cluster needs none. They name certificate groups, which only the cluster's own CA can sign into a certificate.
+
+etcd runs with client-certificate authentication (the seed's maker too; nothing of TLS is stored in etcd's data)
+and the API server encrypts Secrets with a key of each cluster's own: a seed holding a Secret would carry data
+encrypted with the maker's key, so ``check_no_secrets`` refuses to keep such a seed (a fresh API server writes
+none).
+
 The seed holds nothing secret and nothing tied to one cluster except two things that are repaired on start:
 the client CA in ``kube-system/extension-apiserver-authentication`` (the API server merges CAs into it, so the
 seed's CA, whose key is deleted with the scratch directory, is pruned by ``prune_client_ca``) and the seed
@@ -33,7 +42,8 @@ from cluster.kube.client import Client
 
 log = logging.getLogger(__name__)
 
-SEED_REVISION = 1  # bump when what goes into a seed changes in a way the flags do not show
+SEED_REVISION = 2  # bump when what goes into a seed changes in a way the flags do not show
+# 2: etcd behind client certificates; the seed carries gpulab's identity ClusterRoleBindings
 _CHUNK = 1 << 20
 STALE_PARTIAL_SECONDS = 900
 
@@ -146,3 +156,13 @@ def prune_client_ca(client: Client, ca_pem: str) -> bool:
         except errors.Conflict:
             continue
     raise errors.ClusterError("could not update kube-system/extension-apiserver-authentication (kept changing)")
+
+
+def check_no_secrets(client: Client) -> None:
+    """Refuse to keep a seed that holds Secrets: they would be encrypted with the seed maker's key, which no other
+    cluster has (each cluster's API server encrypts Secrets at rest with its own key)."""
+    found = client.get("/api/v1/secrets", limit=1).get("items") or []
+    if found:
+        meta = found[0].get("metadata", {})
+        raise errors.ClusterError(f"the etcd seed would carry a Secret ({meta.get('namespace')}/{meta.get('name')}), "
+                                  "encrypted with a key other clusters do not have; not keeping it")

@@ -1,12 +1,15 @@
 """Start, find and stop the lab cluster's background processes.
 
 Each process runs in its own session (it outlives the command or notebook kernel that started it), logs to
-``<state>/logs/<name>.log`` and records its pid in ``<state>/pids/<name>.pid``. A pid is only trusted while
-``/proc/<pid>/cmdline`` still names the same program, so a recycled pid is never mistaken for ours.
+``<state>/logs/<name>.log`` and records its identity in ``<state>/pids/<name>.pid``: the pid, the process's start
+time (``/proc/<pid>/stat`` field 22, clock ticks since boot) and its whole command line. A pid is trusted only while
+all three still match, so a recycled pid, even one running the same program, is never taken for ours: ``status``
+does not report it running and ``down`` never signals it.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -38,6 +41,35 @@ class ProcessState:
     running: bool
 
 
+@dataclass(frozen=True)
+class Identity:
+    """What a pid file records: the pid, the process's start time (None in pid files of older gpulab) and argv."""
+
+    pid: int
+    start: str | None
+    argv: tuple[str, ...]
+
+
+def start_time(pid: int) -> str | None:
+    """A process's start time, exact and stable while it lives: on Linux field 22 of ``/proc/<pid>/stat`` (clock
+    ticks after boot; psutil's ``create_time`` adds the boot time, which the kernel recomputes and which can move by
+    a second); elsewhere psutil's ``create_time``. None if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat_line = f.read()
+        # The command name (field 2) is in parentheses and may itself hold spaces or ')': split after the last ')'.
+        return "ticks:" + stat_line[stat_line.rindex(b")") + 2:].split()[19].decode()
+    except FileNotFoundError:
+        if Path("/proc/self/stat").exists():
+            return None
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        return f"epoch:{psutil.Process(pid).create_time():.2f}"
+    except psutil.Error:
+        return None
+
+
 _PROGRAMS = frozenset({"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"})
 
 
@@ -66,6 +98,33 @@ def _kill_group(pid: int, sig: signal.Signals) -> bool:
         except ProcessLookupError:
             return False
     return True
+
+
+def _wait_exec_done(proc: subprocess.Popen[bytes], timeout: float = 1.0) -> None:
+    """Popen returns when the child closes its close-on-exec pipe, a moment before the kernel has set up the new
+    program's arguments: until then /proc/<pid>/cmdline reads empty, and the process would not match its record."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not _exited(proc.pid):  # (not proc.poll(): how_it_ended reaps it)
+        try:
+            with open(f"/proc/{proc.pid}/cmdline", "rb") as f:
+                if f.read(1):
+                    return
+        except FileNotFoundError:
+            if not Path("/proc/self/cmdline").exists():
+                return  # no procfs: psutil reads the command line another way
+        except OSError:
+            return
+        time.sleep(0.001)
+
+
+def _exited(pid: int) -> bool:
+    """No process has this pid, or only an exited one that its parent has not collected yet (a zombie)."""
+    try:
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:
+        return False
 
 
 def _wait_gone(pid: int, timeout: float) -> None:
@@ -107,27 +166,46 @@ class Supervisor:
     def _pidfile(self, name: str) -> Path:
         return self.pid_dir / f"{name}.pid"
 
-    def _recorded(self, name: str) -> tuple[int, str] | None:
-        """The pid and program the pid file names, if it can be read."""
+    def _recorded(self, name: str) -> Identity | None:
+        """The identity the pid file records, if it can be read."""
         try:
-            pid_text, _, program = self._pidfile(name).read_text().partition("\n")
-            return int(pid_text), program
-        except (OSError, ValueError):
+            text = self._pidfile(name).read_text()
+        except OSError:
+            return None
+        try:
+            data = json.loads(text)
+            if isinstance(data, dict):
+                argv = data["argv"]
+                if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+                    return None
+                return Identity(int(data["pid"]), str(data["start"]), tuple(argv))
+        except (ValueError, KeyError, TypeError):
+            pass
+        try:  # the older format, "<pid>\n<program>\n", written before start times were recorded
+            pid_text, _, program = text.partition("\n")
+            return Identity(int(pid_text), None, (program.strip(),))
+        except ValueError:
             return None
 
     def pid(self, name: str) -> int | None:
-        """The recorded pid if that process is alive and still runs the program we started."""
-        if (recorded := self._recorded(name)) is None:
-            return None
-        pid, program = recorded
+        """The recorded pid if that process is alive and is still the very process we started."""
+        recorded = self._recorded(name)
+        return recorded.pid if recorded is not None and self._alive(recorded) else None
+
+    def _alive(self, recorded: Identity) -> bool:
+        """Whether the process ``recorded`` names is alive and still the very process we started."""
         try:
-            proc = psutil.Process(pid)
+            proc = psutil.Process(recorded.pid)
             if proc.status() == psutil.STATUS_ZOMBIE:
-                return None
-            cmd = proc.cmdline()
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            return None
-        return pid if cmd and program.strip() in " ".join(cmd) else None
+                return False
+            cmd = tuple(proc.cmdline())
+            if recorded.start is None:  # older pid file: the program and our state dir as working directory
+                ok = bool(cmd) and recorded.argv[0] in " ".join(cmd) and Path(proc.cwd()) == self.state_dir.resolve()
+            else:
+                ok = cmd == recorded.argv and start_time(recorded.pid) == recorded.start
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+            return False
+        return ok
 
     def how_it_ended(self, name: str) -> str:
         """How a process this supervisor started and that has exited ended ("exit code 1", "killed by SIGKILL"), as
@@ -135,7 +213,7 @@ class Supervisor:
         Collects (reaps) the exited child."""
         if (recorded := self._recorded(name)) is None:
             return ""
-        pid = recorded[0]
+        pid = recorded.pid
         try:
             done, status = os.waitpid(pid, os.WNOHANG)
         except OSError:  # not our child, or already collected
@@ -169,9 +247,13 @@ class Supervisor:
             raise errors.ClusterError(f"cannot start {spec.name} ({spec.argv[0]}): {exc}") from exc
         finally:
             logf.close()
-        program = " ".join(spec.argv[:2]) if Path(spec.argv[0]).name.startswith("python") else spec.argv[0]
+        _wait_exec_done(proc)
         try:
-            self._pidfile(spec.name).write_text(f"{proc.pid}\n{program}\n")
+            # Our unreaped child keeps its /proc entry even when it has already exited.
+            record = {"pid": proc.pid, "start": start_time(proc.pid) or "unknown", "argv": list(spec.argv)}
+            tmp = self._pidfile(spec.name).with_suffix(".tmp")
+            tmp.write_text(json.dumps(record) + "\n")
+            tmp.replace(self._pidfile(spec.name))
         except OSError:
             # An untracked process would outlive `down`: stop it and let the caller report the disk problem.
             _kill_group(proc.pid, signal.SIGKILL)
@@ -181,15 +263,22 @@ class Supervisor:
         return proc.pid
 
     def stop(self, name: str, timeout: float = 10.0) -> bool:
-        """SIGTERM, then SIGKILL after ``timeout``; returns whether something was running."""
-        pid = self.pid(name)
+        """SIGTERM, then SIGKILL after ``timeout``; returns whether something was running.
+
+        Only the very process we started (pid, start time and command line) and its process group are signalled."""
+        recorded = self._recorded(name)
         self._pidfile(name).unlink(missing_ok=True)
-        if pid is None:
+        if recorded is None or not self._alive(recorded):
             return False
+        pid = recorded.pid
         if not _kill_group(pid, signal.SIGTERM):
             return False
         _wait_gone(pid, timeout)
-        _kill_group(pid, signal.SIGKILL)
+        # What is left of its group (children), or the process itself if it ignored SIGTERM. While a process group
+        # has members the kernel gives no new process its id, so a group without our process is our leftovers; a
+        # live process of that pid that is not ours means the pid was reused: leave it alone.
+        if self._alive(recorded) or _exited(pid):
+            _kill_group(pid, signal.SIGKILL)
         return True
 
     def stop_all(self, names: Sequence[str]) -> list[str]:

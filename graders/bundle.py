@@ -28,8 +28,12 @@ from graders.view import Obj, as_list, as_map, as_str, dig
 log = logging.getLogger(__name__)
 
 KIND = "gpulab.dev/EvidenceBundle"
-BUNDLE_VERSION = 1  # bump when the layout changes; readers accept OLDEST_READABLE..BUNDLE_VERSION
+# Version 2 added ``actions``: what the learner did besides the files (node labels, ClusterPolicy fields, faults,
+# the operator), which grading replays on its own cluster. A version-1 bundle reads with no actions.
+BUNDLE_VERSION = 2  # bump when the layout changes; readers accept OLDEST_READABLE..BUNDLE_VERSION
 OLDEST_READABLE = 1
+MAX_ACTIONS = 200
+ACTION_KINDS = ("label", "policy", "fault", "operator")
 MAX_BYTES = 16 * 1024 * 1024
 MAX_MANIFESTS = 500
 MAX_MANIFEST_BYTES = 1024 * 1024
@@ -73,22 +77,29 @@ class Bundle:
     namespaces: tuple[str, ...]
     manifests: Mapping[str, str]
     cluster: Mapping[str, Any]
+    actions: tuple[Mapping[str, Any], ...] = ()
 
     def view(self) -> view_mod.ClusterView:
+        """The cluster as the learner's bundle describes it: the learner's claim (for explaining, never scoring)."""
         from graders import bundleview
 
         return bundleview.BundleView(self)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": KIND, "bundleVersion": self.version, "lab": self.lab,
-                "scope": {"namespaces": list(self.namespaces)}, "manifests": dict(self.manifests),
-                "cluster": dict(self.cluster)}
+        out = {"kind": KIND, "bundleVersion": self.version, "lab": self.lab,
+               "scope": {"namespaces": list(self.namespaces)}, "manifests": dict(self.manifests),
+               "cluster": dict(self.cluster)}
+        if self.version >= 2:
+            out["actions"] = [dict(a) for a in self.actions]
+        return out
 
 
 # -- recording ------------------------------------------------------------------------------------------
 
-def snapshot(client: kube.Client, namespaces: Sequence[str], manifests: Mapping[str, str], lab: str) -> dict[str, Any]:
-    """Record the learner's manifests and the state of ``namespaces`` (plus cluster-wide GPU state)."""
+def snapshot(client: kube.Client, namespaces: Sequence[str], manifests: Mapping[str, str], lab: str,
+             actions: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """Record the learner's manifests, ``actions`` (replayed by grading) and the state of ``namespaces`` (plus
+    cluster-wide GPU state, kept as the learner's claim)."""
     scope = sorted(set(namespaces))
     view = view_mod.LiveView(client)
     live_pods = view.pods(None)
@@ -110,7 +121,8 @@ def snapshot(client: kube.Client, namespaces: Sequence[str], manifests: Mapping[
         "clusterPolicy": normalise(policy) if policy is not None else None,
     }
     return {"kind": KIND, "bundleVersion": BUNDLE_VERSION, "lab": lab, "scope": {"namespaces": scope},
-            "manifests": {str(k): str(v) for k, v in sorted(manifests.items())}, "cluster": cluster}
+            "manifests": {str(k): str(v) for k, v in sorted(manifests.items())}, "cluster": cluster,
+            "actions": [dict(a) for a in actions]}
 
 
 def normalise(obj: Any) -> Any:
@@ -234,7 +246,8 @@ def loads(data: bytes, name: str = "<bundle>") -> Bundle:
         shown = "; ".join(problems[:8]) + (f"; and {len(problems) - 8} more" if len(problems) > 8 else "")
         raise BundleError(name, "bundle/invalid", problems=shown)
     return Bundle(lab=raw["lab"], version=version, namespaces=tuple(raw["scope"]["namespaces"]),
-                  manifests=MappingProxyType(dict(raw["manifests"])), cluster=MappingProxyType(dict(raw["cluster"])))
+                  manifests=MappingProxyType(dict(raw["manifests"])), cluster=MappingProxyType(dict(raw["cluster"])),
+                  actions=tuple(MappingProxyType(dict(a)) for a in raw.get("actions", [])))
 
 
 def _parse_json(data: bytes, name: str) -> Any:
@@ -243,11 +256,48 @@ def _parse_json(data: bytes, name: str) -> Any:
     except UnicodeDecodeError as exc:
         raise BundleError(name, "bundle/not-json", problem=f"not UTF-8 text (byte {exc.start})") from exc
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        raw = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
     except RecursionError as exc:
         raise BundleError(name, "bundle/invalid", problems="nested too deeply") from exc
     except ValueError as exc:
         raise BundleError(name, "bundle/not-json", problem=str(exc)[:200]) from exc
+    where = _lone_surrogate(raw)
+    if where is not None:
+        raise BundleError(name, "bundle/not-json", problem=f"{where} holds a lone surrogate escape (such as "
+                          "\\ud800), which is not a character: the text cannot be written as UTF-8")
+    return raw
+
+
+def _lone_surrogate(value: object) -> str | None:
+    """The path of the first text (key or value) holding a lone UTF-16 surrogate, which JSON's ``\\uXXXX``
+    escapes can spell but no UTF-8 text can hold; None when there is none. Iterative: the depth is unchecked yet."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return None
+    except (UnicodeEncodeError, RecursionError, ValueError):
+        pass
+    stack: list[tuple[object, str]] = [(value, "(root)")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str) and not _encodable(node):
+            return path
+        if isinstance(node, dict):
+            for key, child in node.items():
+                if not _encodable(key):
+                    return f"{path} (a key)"
+                step = f"[{key!r}]" if "." in key or not key else (f".{key}" if path != "(root)" else key)
+                stack.append((child, f"{path}{step}" if step.startswith("[") or path != "(root)" else step))
+        elif isinstance(node, list):
+            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(node))
+    return "(root)"
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -275,6 +325,7 @@ def validate(raw: Mapping[str, Any]) -> list[str]:
         problems.append("scope.namespaces: must be a list of namespace names")
         namespaces = []
     problems.extend(_check_manifests(raw.get("manifests")))
+    problems.extend(_check_actions(raw.get("actions"), raw.get("bundleVersion")))
     cluster = raw.get("cluster")
     if not isinstance(cluster, dict):
         return problems + ["cluster: must be an object"]
@@ -300,6 +351,23 @@ def _check_manifests(manifests: object) -> list[str]:
             problems.append(f"manifests[{key!r}]: must be text")
         elif len(text.encode("utf-8", "surrogatepass")) > MAX_MANIFEST_BYTES:
             problems.append(f"manifests[{key!r}]: larger than {_human(MAX_MANIFEST_BYTES)}")
+    return problems
+
+
+def _check_actions(actions: object, version: object) -> list[str]:
+    """The shape of ``actions`` only; which actions a lab allows is decided when they are replayed."""
+    if version == 1:
+        return [] if actions is None else ["actions: version-1 bundles have none; write bundleVersion 2"]
+    if not isinstance(actions, list):
+        return ["actions: must be a list (write [] when there are none)"]
+    if len(actions) > MAX_ACTIONS:
+        return [f"actions: more than {MAX_ACTIONS}"]
+    problems = []
+    for i, action in enumerate(actions):
+        if not isinstance(action, dict) or action.get("action") not in ACTION_KINDS:
+            problems.append(f"actions[{i}]: must be an object whose `action` is one of {', '.join(ACTION_KINDS)}")
+        if len(problems) > 20:
+            break
     return problems
 
 

@@ -128,19 +128,35 @@ class FleetFacts:
         Accepts ``{"kind": "List", "items": [Node...]}`` (kubectl output), or
         ``{"name": ..., "nodes": [{"name", "labels", "taints": ["k=v:Effect"|{key,value,effect}],
         "resources": {name: count}, "gpu": "<catalog model>", "migStrategy": ...}], "deviceClasses": [...]}``.
+        Raises ``ValueError`` naming every problem with its path (one per line), never a bare ``TypeError``.
         """
+        problems: list[str] = []
         if data.get("kind") in ("List", "NodeList") and isinstance(data.get("items"), list):
+            for i, item in enumerate(data["items"]):
+                problems.extend(_api_node_problems(item, f"items[{i}]"))
+            if problems:
+                raise ValueError("\n".join(problems))
             return cls.from_nodes(data["items"], name=str(data.get("name", "cluster")))
         raw_nodes = data.get("nodes")
         if not isinstance(raw_nodes, list):
             raise ValueError("fleet data needs a 'nodes' list (or a kubectl List of Node objects)")
-        nodes = tuple(_node_from_plain(n, i) for i, n in enumerate(raw_nodes))
+        problems.extend(_unknown("", data, _PLAIN_FIELDS))
+        name = data.get("name", "custom")
+        if not isinstance(name, str):
+            problems.append(f"name: must be text, got {_shape(name)}")
         classes = data.get("deviceClasses", [])
-        return cls(
-            str(data.get("name", "custom")),
-            nodes,
-            frozenset(str(c) for c in classes) if isinstance(classes, list) else frozenset(),
-        )
+        if not isinstance(classes, list) or not all(isinstance(c, str) for c in classes):
+            problems.append(f"deviceClasses: must be a list of DeviceClass names, got {_shape(classes)}")
+            classes = []
+        nodes = []
+        for i, raw in enumerate(raw_nodes):
+            node, found = _node_from_plain(raw, i)
+            problems.extend(found)
+            if node is not None:
+                nodes.append(node)
+        if problems:
+            raise ValueError("\n".join(problems))
+        return cls(str(name), tuple(nodes), frozenset(classes))
 
     def nodes_with(self, resource: str) -> tuple[NodeFacts, ...]:
         return tuple(n for n in self.nodes if n.resources.get(resource, 0) > 0)
@@ -168,7 +184,8 @@ def _node_from_api(node: Mapping[str, Any], index: int) -> NodeFacts:
     status = node.get("status") if isinstance(node.get("status"), Mapping) else {}
     assert isinstance(meta, Mapping) and isinstance(spec, Mapping) and isinstance(status, Mapping)
     labels = _str_map(meta.get("labels"))
-    taints = tuple(_taint(t) for t in spec.get("taints") or () if isinstance(t, Mapping))
+    raw_taints = spec.get("taints")
+    taints = tuple(_taint(t) for t in raw_taints if isinstance(t, Mapping)) if isinstance(raw_taints, list) else ()
     capacity = status.get("capacity") if isinstance(status.get("capacity"), Mapping) else {}
     assert isinstance(capacity, Mapping)
     return NodeFacts(
@@ -181,31 +198,94 @@ def _node_from_api(node: Mapping[str, Any], index: int) -> NodeFacts:
     )
 
 
-def _node_from_plain(raw: Any, index: int) -> NodeFacts:
+_PLAIN_FIELDS = ("name", "nodes", "deviceClasses")
+_PLAIN_NODE_FIELDS = ("name", "labels", "taints", "resources", "gpu", "migStrategy")
+
+
+def _shape(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
+
+
+def _unknown(path: str, data: Mapping[str, Any], allowed: Sequence[str]) -> list[str]:
+    return [f"{path}{'.' if path else ''}{k}: unknown field (allowed: {', '.join(sorted(allowed))})"
+            for k in data if k not in allowed]
+
+
+def _is_text_map(value: Any) -> bool:
+    return isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, (str, int, float)) and not isinstance(v, bool) for k, v in value.items())
+
+
+def _api_node_problems(item: Any, path: str) -> list[str]:
+    """Shape problems of one Node object read from a file (a live API server never sends these)."""
+    if not isinstance(item, Mapping):
+        return [f"{path}: must be a Node object, got {_shape(item)}"]
+    out = []
+    for section, key, want in (("metadata", "labels", "a mapping of text"), ("spec", "taints", "a list"),
+                               ("status", "capacity", "a mapping of text")):
+        part = item.get(section)
+        if part is None:
+            continue
+        if not isinstance(part, Mapping):
+            out.append(f"{path}.{section}: must be a mapping, got {_shape(part)}")
+            continue
+        value = part.get(key)
+        ok = isinstance(value, list) if want == "a list" else _is_text_map(value)
+        if value is not None and not ok:
+            out.append(f"{path}.{section}.{key}: must be {want}, got {_shape(value)}")
+    return out
+
+
+def _node_from_plain(raw: Any, index: int) -> tuple[NodeFacts | None, list[str]]:
+    where = f"nodes[{index}]"
     if not isinstance(raw, Mapping):
-        raise ValueError(f"nodes[{index}] must be a mapping")
-    labels = _str_map(raw.get("labels"))
+        return None, [f"{where} must be a mapping, got {_shape(raw)}"]
+    problems = _unknown(where, raw, _PLAIN_NODE_FIELDS)
+    name = raw.get("name", f"node-{index}")
+    if not isinstance(name, str):
+        problems.append(f"{where}.name: must be text, got {_shape(name)}")
+    raw_labels = raw.get("labels") or {}
+    if not _is_text_map(raw_labels):
+        problems.append(f"{where}.labels: must be a mapping of label keys to text, got {_shape(raw_labels)}")
+        raw_labels = {}
+    labels = _str_map(raw_labels)
+    raw_taints = raw.get("taints") or []
+    if not isinstance(raw_taints, list):
+        problems.append(f"{where}.taints: must be a list of key=value:Effect texts or mappings, got {_shape(raw_taints)}")
+        raw_taints = []
     taints = []
-    for item in raw.get("taints") or ():
-        taint = _taint(item) if isinstance(item, Mapping) else _taint_text(str(item))
+    for item in raw_taints:
+        taint = _taint(item) if isinstance(item, Mapping) else _taint_text(item) if isinstance(item, str) else None
         if taint is None:
-            raise ValueError(f"nodes[{index}].taints: cannot read {item!r} (write key=value:Effect)")
-        taints.append(taint)
+            problems.append(f"{where}.taints: cannot read {item!r} (write key=value:Effect)")
+        else:
+            taints.append(taint)
     model_name = raw.get("gpu")
-    model = catalog.lookup(str(model_name)) if model_name else None
+    model = catalog.lookup(model_name) if isinstance(model_name, str) and model_name else None
     if model_name and model is None:
-        raise ValueError(f"nodes[{index}].gpu: unknown GPU model {model_name!r} (known: {', '.join(catalog.MODELS)})")
+        problems.append(f"{where}.gpu: unknown GPU model {model_name!r} (known: {', '.join(catalog.MODELS)})")
     resources = raw.get("resources") or {}
     if not isinstance(resources, Mapping):
-        raise ValueError(f"nodes[{index}].resources must be a mapping of resource name to count")
+        problems.append(f"{where}.resources must be a mapping of resource name to count, got {_shape(resources)}")
+        resources = {}
+    for key, count in resources.items():
+        if isinstance(count, bool) or not isinstance(count, (int, str)) or not str(count).isdigit():
+            problems.append(f"{where}.resources.{key}: must be a whole number, got {_shape(count)}")
+    strategy = raw.get("migStrategy") or _strategy_from_labels(labels)
+    if not isinstance(strategy, str):
+        problems.append(f"{where}.migStrategy: must be none, single or mixed, got {_shape(strategy)}")
+        strategy = ""
+    if problems:
+        return None, problems
     return NodeFacts(
-        name=str(raw.get("name", f"node-{index}")),
+        name=str(name),
         labels=MappingProxyType(labels),
         taints=tuple(taints),
         resources=MappingProxyType(_extended(resources)),
         gpu_model=model.key if model else _model_from_labels(labels),
-        mig_strategy=str(raw.get("migStrategy") or _strategy_from_labels(labels)),
-    )
+        mig_strategy=strategy,
+    ), []
 
 
 def _str_map(value: Any) -> dict[str, str]:
@@ -283,4 +363,4 @@ def resolve(spec: str | None) -> FleetFacts:
             return FleetFacts.from_fleet(fleet_mod.parse(data, source=spec))
         return FleetFacts.from_data(data)
     except ValueError as exc:
-        raise errors.ConfigError(spec, [str(exc)]) from exc
+        raise errors.ConfigError(spec, str(exc).splitlines()) from exc

@@ -176,6 +176,8 @@ def _insufficient_key(facts: dict[str, str]) -> str:
     resource = facts.get("resource", "")
     if facts.get("kind") == "native":
         return "node/native-busy"
+    if facts.get("mig_state") in ("failed", "pending"):
+        return f"node/gpu-mig-{facts['mig_state']}"
     if facts.get("capacity", "0") in ("", "0") and facts.get("allocatable") == "0":
         return "node/gpu-none" if facts.get("kind") == "gpu" else "node/extended-busy"
     if facts.get("allocatable") == "0":

@@ -123,8 +123,19 @@ CATALOG: Mapping[str, tuple[str, str]] = MappingProxyType({
         "{resource} here (no GPU, the GPU Operator is not installed, or the node uses another resource name)."),
     "node/gpu-not-allocatable": (_OP,
         "The pod asks for {want} {resource}; the node has {capacity} in capacity but only {allocatable} allocatable. "
-        "Devices that exist but are not allocatable mean the device plugin is down, validation failed or GPUs are "
-        "unhealthy: see `gpulab gpu-operator status`."),
+        "Devices that exist but are not allocatable mean the device plugin is down (crash-looping, waiting for the "
+        "driver or container-toolkit validation, or paused by the MIG manager) or GPUs are unhealthy; a failing CUDA "
+        "or plugin validation does not take GPUs away. See `gpulab gpu-operator status`."),
+    "node/gpu-mig-failed": (_SH,
+        "The pod asks for {want} {resource}; the node has {allocatable}. Its MIG manager reports "
+        "`nvidia.com/mig.config.state=failed` for `{mig_config}`: the layout was not (fully) applied. The reason is "
+        "in `kubectl describe node` (a name not in the mig-parted file, a layout that does not fit, or a pod still "
+        "using a GPU being changed: the MIG manager never evicts pods). Drain the node's GPU pods first, then "
+        "relabel or restart the mig-manager pod."),
+    "node/gpu-mig-pending": (_SH,
+        "The pod asks for {want} {resource}; the node has {allocatable}. Its MIG manager is repartitioning it "
+        "(`nvidia.com/mig.config.state=pending` for `{mig_config}`), and the device plugin is paused until it is "
+        "done."),
     "node/gpu-busy": (_F,
         "The pod asks for {want} {resource}; the node has {allocatable}, and pods already there hold {used}, "
         "leaving {free}. GPUs are whole devices: they are not shared unless the device plugin is told to."),

@@ -110,6 +110,8 @@ class Report:
     score: float
     max_score: float
     checks: tuple[Check, ...]
+    # What grading wants the learner to know beside the checks (replay refusals, the bundle's unscored claims).
+    notes: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:

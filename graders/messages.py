@@ -300,7 +300,15 @@ CATALOG: Mapping[str, Msg] = MappingProxyType({
         "Nothing to do under a deployment that sets MPS_ROOT; otherwise add `flags.mpsRoot: /run/nvidia/mps`."),
     "device-plugin-config/ignored-sharing-key": Msg(E, _SH,
         "The device plugin silently ignores `{key}`: it is not `timeSlicing` or `mps`, so no sharing is configured.",
-        "Spell the block exactly.{did_you_mean}"),
+        "Spell the block exactly.{did_you_mean} A running plugin keeps the config it loaded: after applying the fix, "
+        "restart it (`kubectl -n gpu-operator rollout restart daemonset/nvidia-device-plugin-daemonset`)."),
+    "device-plugin-config/reload-needs-restart": Msg(I, _SH,
+        "Applying this ConfigMap changes no node by itself: the device plugin and GFD read their config when they "
+        "start, and the config-manager reacts only when a node's `nvidia.com/device-plugin.config` label moves to "
+        "another key.",
+        "After editing a key that nodes already use, run `kubectl -n gpu-operator rollout restart "
+        "daemonset/nvidia-device-plugin-daemonset` (and `daemonset/gpu-feature-discovery` for its labels); under MPS "
+        "restart the MPS control daemon too."),
     "device-plugin-config/ignored-key": Msg(W, _O,
         "The device plugin silently ignores `{key}`.",
         "Remove it or fix its spelling.{did_you_mean}"),
@@ -338,8 +346,16 @@ CATALOG: Mapping[str, Msg] = MappingProxyType({
         "Under the GPU Operator this `migStrategy` is overridden by `ClusterPolicy.spec.mig.strategy` (passed as the MIG_STRATEGY environment variable).",
         "Change the strategy in the ClusterPolicy when the operator manages the plugin."),
     "device-plugin-config/bad-mig-strategy": Msg(E, _O,
-        "`{value}` is not a MIG strategy; the device plugin would crash-loop with `{crash}`.",
-        "Use none, single or mixed."),
+        "`{value}` is not a MIG strategy, and NVIDIA's CRD allows only none, single and mixed: the API server "
+        "refuses the ClusterPolicy with `spec.mig.strategy: Unsupported value: \"{value}\": supported values: "
+        "\"none\", \"single\", \"mixed\"`.",
+        "Use none, single or mixed (lower case)."),
+    "cluster-policy-schema/unknown-field": Msg(E, _O,
+        "`{field}` is not a field of the ClusterPolicy in NVIDIA's CRD ({crd}), which keeps no unknown fields."
+        "{did_you_mean} `kubectl patch` has it dropped: it prints `Warning: unknown field \"{field}\"` and "
+        "changes nothing else; `kubectl apply` refuses the object (`strict decoding error: unknown field "
+        "\"{field}\"`), and so does `kubectl apply --server-side` (`field not declared in schema`).",
+        "Field names are case-sensitive; `kubectl explain clusterpolicy.{parent}` lists the fields and what they do."),
     "mig-parted-config/too-big": Msg(W, _SH,
         "This mig-parted config has more than {limit} values; it was not checked in detail.",
         "Keep only the named configs you use."),

@@ -192,6 +192,10 @@ def _resources(pod: Obj, node: Obj, others: list[Obj]) -> Iterable[Reason]:
                      "capacity": as_str(dig(node, "status", "capacity", resource)) or "0",
                      "kind": "gpu" if resource.startswith("nvidia.com/") else
                              "extended" if "/" in resource else "native"}
+            mig_state = as_str(dig(node, "metadata", "labels", "nvidia.com/mig.config.state"))
+            if resource.startswith("nvidia.com/") and mig_state in ("failed", "pending"):
+                facts.update(mig_state=mig_state,
+                             mig_config=as_str(dig(node, "metadata", "labels", "nvidia.com/mig.config")) or "-")
             yield Reason("insufficient", schedmsg.INSUFFICIENT + resource, 4, MappingProxyType(facts))
 
 

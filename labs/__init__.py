@@ -9,9 +9,12 @@ The public API (stable; notebooks and nbgrader use only this):
 - ``attach(lab_id, *, kubeconfig=None) -> Lab``: the lab started earlier, without setting it up again.
 - ``Lab``: ``check(*, wait=5.0) -> Report``, ``solve()``, ``reset()``, ``submit(path=None) -> Path``,
   ``stop()``, ``apply(*files)``, ``file(name) -> Path``, ``progress(report)``, ``snapshot()``, ``widget()``, ``tasks``.
-- ``grade(lab_id, submission, *, bundle=None, live=False, kubeconfig=None) -> Report``: grade a folder of
-  files and/or an evidence bundle offline (or against the live cluster).
-- ``grade_batch(lab_id, folder, csv_path=None) -> BatchResult``: one submission per subfolder, into a CSV.
+- ``grade(lab_id, submission, *, bundle=None, live=False, kubeconfig=None, replay=None) -> Report``: grade a
+  folder of files and/or an evidence bundle; the cluster checks only by replaying the learner's work on the
+  grader's cluster (``replay=GraderCluster(...).client()``) or against the live lab cluster.
+- ``grade_batch(lab_id, folder, csv_path=None, *, replay=None, time_limit_s, memory_limit_mb) -> BatchResult``:
+  one submission per subfolder, each in a limited child process, into a CSV written row by row.
+- ``GraderCluster(fleet="starter", *, kubeconfig=None)``: the grader's own cluster (a context manager).
 
 Reports are ``graders.Report`` (score, max_score, checks with id, passed, points, message, hint); a notebook
 shows one as a cell's value (``lab.check()``), and ``graders.render`` prints them elsewhere.
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
     from graders import Report
     from labs.catalog import get, ids as list_labs
     from labs.grading import BatchResult, GradingError, grade, grade_batch
+    from labs.grader_cluster import GraderCluster
     from labs.runtime import Lab, attach, start
     from labs.spec import LabSpec, Task
 
@@ -35,7 +39,7 @@ _LAZY = {
     "BatchResult": ("labs.grading", "BatchResult"), "GradingError": ("labs.grading", "GradingError"),
     "grade": ("labs.grading", "grade"), "grade_batch": ("labs.grading", "grade_batch"),
     "Lab": ("labs.runtime", "Lab"), "attach": ("labs.runtime", "attach"), "start": ("labs.runtime", "start"),
-    "LabSpec": ("labs.spec", "LabSpec"), "Task": ("labs.spec", "Task"),
+    "GraderCluster": ("labs.grader_cluster", "GraderCluster"), "LabSpec": ("labs.spec", "LabSpec"), "Task": ("labs.spec", "Task"),
 }
 
 
@@ -52,5 +56,5 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__all__ = ["BatchResult", "GradingError", "Lab", "LabSpec", "Report", "Task", "attach", "get", "grade",
+__all__ = ["BatchResult", "GraderCluster", "GradingError", "Lab", "LabSpec", "Report", "Task", "attach", "get", "grade",
            "grade_batch", "list_labs", "start"]

@@ -1,14 +1,15 @@
 """nbgrader for the labs: source assignments built from the lab specs, and a round trip that proves them.
 
 Each lab becomes an nbgrader assignment ``<lab id>`` with one notebook. The learner does the lab on a cluster,
-runs the notebook's collect cell (``lab.submit`` writes ``evidence.json`` next to the notebook) and hands both
-in. nbgrader then runs the notebook with no cluster and a short cell timeout: every graded cell grades the
-evidence bundle offline (``labs.grade``) and returns the points of one task, so partial work earns partial
-marks; the grading calls themselves are hidden tests, stripped from the released notebook.
+runs the notebook's collect cell (``lab.submit`` writes ``evidence.json``: the files and the actions taken)
+and hands both in. The notebook holds no grading code and the release no solutions: grading is
+``labs.nbgrader_autograde``, which runs the learner's notebook confined (``labs.sandbox``) and computes each
+task's points in the grader's own process by replaying the evidence on the grader's cluster.
 
-``round_trip`` runs generate_assignment, two simulated students (one hands in a solved lab's evidence, one the
-same evidence with a typical mistake in one file), autograde and generate_feedback, in a copy of the course
-directory, and reads the scores back from the gradebook. nbgrader and nbformat are imported here only.
+``round_trip`` runs generate_assignment, two simulated students (one hands in the lab's solution files with
+the actions of its solve steps, one the same with a typical mistake in one file), the replay autograde and
+generate_feedback, in a copy of the course directory, and reads the scores back from the gradebook. nbgrader
+and nbformat are imported here and in ``labs.nbgrader_autograde`` only.
 """
 
 from __future__ import annotations
@@ -27,14 +28,16 @@ from typing import Any
 import yaml
 
 from cluster import errors
-from labs import catalog
+from graders import bundle as bundle_mod
+from labs import catalog, replay
+from labs.grader_cluster import GraderCluster
 from labs.spec import LabSpec
 
 log = logging.getLogger(__name__)
 
 EVIDENCE = "evidence.json"
 SOLVED, WRONG = "solution-student", "wrong-student"
-DEMO_DIR = "demo"  # solved bundles (<lab>.solved.json) and mistakes.yaml
+DEMO_DIR = "demo"  # mistakes.yaml (the simulated students' solved work comes from the labs' own solutions)
 _NB_SCHEMA = 3
 
 
@@ -62,10 +65,7 @@ _SETUP = '''import logging
 from pathlib import Path
 
 import labs
-from graders import Report
-from graders.render import nbgrader as feedback
 
-# nbgrader counts any stderr output of a graded cell as a failure; keep log lines out of it.
 logging.getLogger().addHandler(logging.NullHandler())
 LAB = "{lab}"
 EVIDENCE = Path("{evidence}")'''
@@ -76,14 +76,8 @@ else:
     written = labs.attach(LAB).submit(EVIDENCE)
     print(f"Evidence written to {written}. Hand it in together with this notebook.")'''
 
-_HELPER = '''def task_points(task_id: str) -> float:
-    """Grade one task of the lab from the evidence bundle, print what failed and why; the value is its points."""
-    task = next(t for t in labs.get(LAB).tasks if t.id == task_id)
-    report = labs.grade(LAB, EVIDENCE)
-    wanted = {c.id for c in task.checks}
-    part = Report.from_checks(LAB, [c for c in report.checks if c.id in wanted])
-    print(feedback.report_text(part))
-    return float(part.score)'''
+_GRADED = """# Graded by gpulab after you hand in: your files and the actions in {evidence} are replayed on the
+# grader's own cluster, and this cell shows the result of this task."""
 
 
 def source_notebook(spec: LabSpec) -> Any:
@@ -99,8 +93,9 @@ def source_notebook(spec: LabSpec) -> Any:
     intro = (f"# Lab {spec.id}: {spec.title}\n\n{spec.summary}\n\n"
              f"**How to hand in.** Do the lab on your lab cluster (`gpulab lab start {spec.id}`, or its section in "
              "the course notebook), then run the cell under *Collect your evidence*: it writes `evidence.json` "
-             "next to this notebook with your files and what the lab's checks read on the cluster. Submit both. "
-             "Grading runs later without a cluster, from that file only.\n\n"
+             "next to this notebook with your files and what you did on the cluster (node labels, ClusterPolicy "
+             "changes). Submit both. Grading replays your work on the grader's own cluster: the outcome is "
+             "what the real scheduler and GPU stack make of it there.\n\n"
              f"| task | what | points |\n|---|---|---|\n{rows}\n")  # fmt: skip
     cells = [
         v4.new_markdown_cell(intro, id="intro", metadata=_meta("intro")),
@@ -108,13 +103,11 @@ def source_notebook(spec: LabSpec) -> Any:
         v4.new_markdown_cell("## Collect your evidence\n\nRun this once you have finished the lab, on the machine "
                              "where your lab cluster runs.", id="collect-md"),  # fmt: skip
         v4.new_code_cell(_COLLECT, id="collect"),
-        v4.new_code_cell(_HELPER, id="helper", metadata=_meta("helper")),
     ]
     for i, task in enumerate(spec.tasks, 1):
         points = sum(c.points for c in task.checks)
         cells.append(v4.new_markdown_cell(f"### Task {i}: {task.title} ({points:g} points)", id=f"{task.id}-md"))
-        source = (f'assert EVIDENCE.is_file(), "{EVIDENCE} is missing: run the cell under Collect your evidence"\n'
-                  f"### BEGIN HIDDEN TESTS\ntask_points({task.id!r})\n### END HIDDEN TESTS")  # fmt: skip
+        source = _GRADED.format(evidence=EVIDENCE)
         cells.append(v4.new_code_cell(source, id=f"task-{task.id}", metadata=_meta(f"task-{task.id}", points=points)))
     nb.cells = cells
     nbf.validate(nb)
@@ -159,19 +152,23 @@ def mistakes(course_dir: Path) -> dict[str, Mistake]:
 
 
 def evidence_for(course_dir: Path, lab_id: str, student: str) -> dict[str, Any]:
-    """The solved lab's recorded bundle, or that bundle with the lab's typical mistake in one file."""
-    solved = course_dir / DEMO_DIR / f"{lab_id}.solved.json"
-    if not solved.is_file():
-        raise errors.ConfigError(str(solved), ["no recorded evidence for this lab"],
-                                 hint="record it with tests/fixtures/labs/bundles/record.py and copy it here")  # fmt: skip
-    bundle: dict[str, Any] = json.loads(solved.read_text(encoding="utf-8"))
+    """What a simulated student hands in: the lab's solution files and the actions of its solve steps (a
+    bundle with no recorded cluster state: grading replays, it never reads one), or that with the lab's
+    typical mistake in one file."""
+    spec = catalog.get(lab_id)
+    files = {n: (spec.directory / "solution" / n).read_text(encoding="utf-8") for n in spec.files}
     if student == WRONG:
         mistake = mistakes(course_dir)[lab_id]
-        text = bundle["manifests"][mistake.file]
+        text = files[mistake.file]
         if mistake.old not in text:
-            raise errors.ConfigError(str(solved), [f"{mistake.file} does not contain {mistake.old!r}"])
-        bundle["manifests"][mistake.file] = text.replace(mistake.old, mistake.new, 1)
-    return bundle
+            raise errors.ConfigError(str(spec.directory / "solution" / mistake.file),
+                                     [f"does not contain {mistake.old!r} (see {DEMO_DIR}/mistakes.yaml)"])
+        files[mistake.file] = text.replace(mistake.old, mistake.new, 1)
+    cluster: dict[str, Any] = {k: [] for k in bundle_mod.LIST_KEYS}
+    cluster["clusterPolicy"] = None
+    return {"kind": bundle_mod.KIND, "bundleVersion": bundle_mod.BUNDLE_VERSION, "lab": lab_id,
+            "scope": {"namespaces": list(spec.scope.namespaces)}, "manifests": files,
+            "actions": replay.solve_actions(spec), "cluster": cluster}
 
 
 # --- the round trip -------------------------------------------------------------------------------------------
@@ -227,8 +224,17 @@ def _results(root: Path, lab_id: str) -> list[StudentResult]:
 
 
 def round_trip(course_dir: Path, workdir: Path, lab_ids: Sequence[str],
-               step: Callable[[str], None] = lambda _: None) -> list[StudentResult]:  # fmt: skip
-    """generate_assignment -> two simulated students -> autograde -> generate_feedback, in ``workdir``."""
+               step: Callable[[str], None] = lambda _: None, *, replay_on: Path | None = None) -> list[StudentResult]:  # fmt: skip
+    """generate_assignment -> two simulated students -> replay autograde -> generate_feedback, in ``workdir``.
+
+    One grader's cluster serves every lab (``replay_on``: a kubeconfig of a running one instead)."""
+    with GraderCluster(kubeconfig=replay_on) as cluster:
+        return _round_trip(course_dir, workdir, lab_ids, step, cluster)
+
+
+def _round_trip(course_dir: Path, workdir: Path, lab_ids: Sequence[str], step: Callable[[str], None],
+                cluster: GraderCluster) -> list[StudentResult]:
+    from labs import nbgrader_autograde
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
@@ -241,8 +247,8 @@ def round_trip(course_dir: Path, workdir: Path, lab_ids: Sequence[str],
         _nbgrader(["generate_assignment", lab_id, "--force"], workdir)
         for student in (SOLVED, WRONG):
             _submit(workdir, lab_id, student, course_dir)
-        step(f"{lab_id}: autograde")
-        _nbgrader(["autograde", lab_id, "--force"], workdir)
+        step(f"{lab_id}: autograde (replay on the grader's cluster)")
+        nbgrader_autograde.autograde(workdir, lab_id, cluster.client, step=step)
         step(f"{lab_id}: generate_feedback")
         _nbgrader(["generate_feedback", lab_id, "--force"], workdir)
         results.extend(_results(workdir, lab_id))

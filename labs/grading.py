@@ -1,25 +1,35 @@
 """Grading: a lab's checks run on evidence and gathered into a ``graders.Report``.
 
 The pipeline is the same for a learner clicking Check, ``gpulab grade`` and nbgrader: collect the evidence
-(files from a folder or a bundle; a live, recorded or no cluster view), run every check, score. Without a
-cluster view (static-only grading) the cluster checks are left out of the report and of the maximum score,
-because nothing offline can say whether they passed. A learner's mistake is a failed check; a check that
-crashes is our bug and raises ``GradingError`` (batch grading records it and goes on).
+(files from a folder or a bundle), get a cluster view, run every check, score. The cluster view is the live
+lab cluster (``lab.check``, ``--live``) or the grader's own cluster after ``labs.replay`` redid what the
+learner did (``replay=``): never the cluster section of a bundle, which anyone can write; that is shown as
+the learner's claim in the report's notes. Without a cluster (static-only grading) the cluster checks are
+left out of the report and of the maximum score. A learner's mistake is a failed check; a check that crashes
+is our bug and raises ``GradingError``. Batch grading runs each submission in a child process with a time and
+memory limit, writes its CSV row as soon as it is done, and goes on past a broken one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
+import gc
 import logging
+import multiprocessing
+import os
+import resource
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cluster import errors, fleet as fleet_mod
 from cluster.kube.client import Client
 from graders import Bundle, Check, FleetFacts, LiveView, Report, load_bundle
-from labs import catalog, evidence
+from labs import catalog, evidence, replay as replay_mod
 from labs.spec import LabSpec
 
 BUNDLE_FILE = "evidence.json"  # what lab.submit() writes into the lab folder
@@ -89,8 +99,13 @@ def _matching(spec: LabSpec, found: Bundle, path: Path) -> Bundle:
 
 
 def grade(lab_id: str, submission: Path, *, bundle: Path | None = None, live: bool = False,
-          kubeconfig: Path | None = None, compile_cel: bool = True) -> Report:
-    """Grade one submission. ``live`` reads the cluster (``kubeconfig`` or the current one) for cluster checks."""
+          kubeconfig: Path | None = None, compile_cel: bool = True, replay: Client | None = None) -> Report:
+    """Grade one submission.
+
+    ``replay``: a client of the grader's own cluster (``labs.grader_cluster``); the lab is reset there, the
+    learner's manifests and the bundle's actions are replayed, and the cluster checks read the outcome.
+    ``live`` reads the lab cluster (``kubeconfig`` or the current one) instead. With neither, only the checks
+    on files are graded: a bundle's recorded cluster state is the learner's claim and is never scored."""
     spec = catalog.get(lab_id)
     sub = read_submission(spec, submission, bundle)
     fleet = fleet_facts(spec.fleet)
@@ -100,8 +115,45 @@ def grade(lab_id: str, submission: Path, *, bundle: Path | None = None, live: bo
         with Client.from_kubeconfig(kubeconfig or backends.current().kubeconfig()) as client:
             return run_checks(spec, evidence.Evidence(sub.files, spec.linted, fleet, LiveView(client),
                                                       compile_cel=compile_cel))
-    cluster = sub.bundle.view() if sub.bundle else None
-    return run_checks(spec, evidence.Evidence(sub.files, spec.linted, fleet, cluster, compile_cel=compile_cel))
+    if replay is None:
+        report = run_checks(spec, evidence.Evidence(sub.files, spec.linted, fleet, None, compile_cel=compile_cel))
+        if sub.bundle is not None and any(c.cluster for c in spec.checks):
+            return _with_notes(report, [NOT_REPLAYED])
+        return report
+    the_plan = replay_mod.plan(spec, sub.files, sub.bundle.actions if sub.bundle else ())
+    done = replay_mod.run(replay, spec, the_plan)
+    report = run_checks(spec, evidence.Evidence(sub.files, spec.linted, fleet, LiveView(replay),
+                                                compile_cel=compile_cel))
+    return _with_notes(report, [*done.notes, *claims(spec, sub, report)])
+
+
+NOT_REPLAYED = ("the cluster checks were not graded: they are graded by replaying your work on the grader's "
+                "cluster (`gpulab grade`), never from the cluster state written in your evidence bundle")
+
+
+def claims(spec: LabSpec, sub: Submission, report: Report) -> list[str]:
+    """Where the bundle's recorded cluster state says otherwise than the replay: shown, never scored."""
+    if sub.bundle is None:
+        return []
+    ev = evidence.Evidence(sub.files, spec.linted, fleet_facts(spec.fleet), sub.bundle.view(), compile_cel=False)
+    got = {c.id: c for c in report.checks}
+    out = []
+    for c in spec.checks:
+        if not c.cluster or c.id not in got:
+            continue
+        try:
+            claimed = c.rule.evaluate(ev).passed
+        except Exception:  # a hostile claim must not break grading; it is only ever shown
+            log.debug("claim of %s unreadable", c.id, exc_info=True)
+            continue
+        if claimed != got[c.id].passed:
+            out.append(f"{c.id}: your evidence bundle records it as {'passed' if claimed else 'failed'}, but the "
+                       f"replay of your work {'passed' if got[c.id].passed else 'failed'} (the replay is graded)")
+    return out
+
+
+def _with_notes(report: Report, notes: list[str]) -> Report:
+    return Report(report.lab, report.score, report.max_score, report.checks, tuple(report.notes) + tuple(notes))
 
 
 @dataclass(frozen=True)
@@ -127,38 +179,129 @@ class BatchResult:
         return len(self.rows) / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
 
-def grade_batch(lab_id: str, folder: Path, csv_path: Path | None = None, *, compile_cel: bool = True) -> BatchResult:
-    """Grade every subfolder (or ``*.json`` bundle) of ``folder``; a broken one is recorded, never fatal."""
+DEFAULT_TIME_LIMIT_S = 120.0
+DEFAULT_MEMORY_LIMIT_MB = 1024
+
+
+def grade_batch(lab_id: str, folder: Path, csv_path: Path | None = None, *, compile_cel: bool = True,
+                replay: Callable[[], Client] | None = None, time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+                memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB) -> BatchResult:
+    """Grade every subfolder (or ``*.json`` bundle) of ``folder``; a broken one is recorded, never fatal.
+
+    ``replay`` makes a client of the grader's cluster (each submission gets its own, in its own process).
+    Each submission is graded in a child process limited to ``time_limit_s`` seconds and ``memory_limit_mb``
+    of address space; its CSV row is written and flushed as soon as it is done, so a crash of the batch keeps
+    the rows of the submissions finished before it."""
     spec = catalog.get(lab_id)
     if not folder.is_dir():
         raise errors.ConfigError(str(folder), ["is not a folder of submissions"])
     started = time.perf_counter()
     entries = sorted(p for p in folder.iterdir()
                      if not p.name.startswith(".") and (p.is_dir() or p.suffix == ".json"))
-    rows = []
-    for entry in entries:
-        try:
-            rows.append(BatchRow(entry.name, grade(spec.id, entry, compile_cel=compile_cel), ""))
-        except errors.CourseError as exc:
-            rows.append(BatchRow(entry.name, None, exc.message.splitlines()[0] if not isinstance(
-                exc, errors.ConfigError) else "; ".join(exc.problems)))
-        except Exception as exc:  # keep going: one broken submission must not stop the batch
-            log.exception("grading %s crashed", entry)
-            rows.append(BatchRow(entry.name, None, f"{type(exc).__name__}: {exc}"))
     out = csv_path or folder / f"grades-{spec.id}.csv"
-    write_csv(out, spec, rows)
+    rows = []
+    _warm(spec, compile_cel)
+    with csv_writer(out, spec) as write_row:
+        for entry in entries:
+            row = _grade_limited(spec, entry, compile_cel, replay, time_limit_s, memory_limit_mb)
+            write_row(row)
+            rows.append(row)
     return BatchResult(spec.id, tuple(rows), time.perf_counter() - started, out)
 
 
-def write_csv(path: Path, spec: LabSpec, rows: list[BatchRow]) -> None:
+def _warm(spec: LabSpec, compile_cel: bool) -> None:
+    """Grade the lab's own starter files once in this process, so that every forked child starts with the
+    imports, the fleet and the rules' caches in place (a child's warm-up would otherwise be redone each time),
+    and freeze the heap so the children's garbage collector does not copy its pages."""
+    starter = {n: spec.starter(n).read_bytes() for n in spec.files}
+    run_checks(spec, evidence.Evidence(starter, spec.linted, fleet_facts(spec.fleet), None, compile_cel=compile_cel),
+               strict=False)
+    gc.freeze()
+
+
+def _grade_one(spec: LabSpec, entry: Path, compile_cel: bool, replay: Callable[[], Client] | None) -> BatchRow:
+    try:
+        if replay is None:
+            return BatchRow(entry.name, grade(spec.id, entry, compile_cel=compile_cel), "")
+        with replay() as client:
+            return BatchRow(entry.name, grade(spec.id, entry, compile_cel=compile_cel, replay=client), "")
+    except errors.CourseError as exc:
+        return BatchRow(entry.name, None, exc.message.splitlines()[0] if not isinstance(
+            exc, errors.ConfigError) else "; ".join(exc.problems))
+    except MemoryError:
+        return BatchRow(entry.name, None, "grading it needed more memory than the per-submission limit")
+    except Exception as exc:  # keep going: one broken submission must not stop the batch
+        log.exception("grading %s crashed", entry)
+        return BatchRow(entry.name, None, f"{type(exc).__name__}: {exc}")
+
+
+def _child(conn: Any, spec: LabSpec, entry: Path, compile_cel: bool, replay: Callable[[], Client] | None,
+           memory_limit_mb: int) -> None:
+    limit = memory_limit_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        conn.send(_grade_one(spec, entry, compile_cel, replay))
+    except MemoryError:
+        conn.send(BatchRow(entry.name, None, "grading it needed more memory than the per-submission limit"))
+    finally:
+        conn.close()
+
+
+def _grade_limited(spec: LabSpec, entry: Path, compile_cel: bool, replay: Callable[[], Client] | None,
+                   time_limit_s: float, memory_limit_mb: int) -> BatchRow:
+    """One submission in a forked child (the parent has everything imported, so a fork costs milliseconds)."""
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(child, spec, entry, compile_cel, replay, memory_limit_mb), daemon=True)
+    proc.start()
+    child.close()
+    try:
+        if parent.poll(time_limit_s):
+            try:
+                row: BatchRow = parent.recv()
+                return row
+            except EOFError:
+                pass
+        else:
+            return BatchRow(entry.name, None, f"grading took longer than the limit of {time_limit_s:g} s; not graded")
+        proc.join(5)
+        why = f"exit code {proc.exitcode}" if proc.exitcode is not None and proc.exitcode >= 0 else \
+            f"signal {-(proc.exitcode or 0)}"
+        return BatchRow(entry.name, None, f"grading it ended without a result ({why}; memory limit "
+                                          f"{memory_limit_mb} MiB); not graded")
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join(5)
+        parent.close()
+
+
+@contextlib.contextmanager
+def csv_writer(path: Path, spec: LabSpec) -> Iterator[Callable[[BatchRow], None]]:
+    """A CSV of grades written row by row: each row reaches the file as soon as it is graded."""
     check_ids = [c.id for c in spec.checks]
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["submission", "score", "max_score", "passed", *check_ids, "error"])
+        fh.flush()
+
+        def write_row(row: BatchRow) -> None:
+            writer.writerow(csv_row(row, check_ids))
+            fh.flush()
+            os.fsync(fh.fileno())
+
+        yield write_row
+
+
+def csv_row(row: BatchRow, check_ids: list[str]) -> list[str]:
+    if row.report is None:
+        return [row.submission, "", "", "", *([""] * len(check_ids)), row.error]
+    got = {c.id: ("1" if c.passed else "0") for c in row.report.checks}
+    return [row.submission, f"{row.report.score:g}", f"{row.report.max_score:g}",
+            str(row.report.passed).lower(), *(got.get(i, "") for i in check_ids), ""]
+
+
+def write_csv(path: Path, spec: LabSpec, rows: list[BatchRow]) -> None:
+    with csv_writer(path, spec) as write_row:
         for row in rows:
-            if row.report is None:
-                writer.writerow([row.submission, "", "", "", *([""] * len(check_ids)), row.error])
-                continue
-            got = {c.id: ("1" if c.passed else "0") for c in row.report.checks}
-            writer.writerow([row.submission, f"{row.report.score:g}", f"{row.report.max_score:g}",
-                             str(row.report.passed).lower(), *(got.get(i, "") for i in check_ids), ""])
+            write_row(row)

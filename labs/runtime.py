@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from cluster import backends, errors
+from cluster.backends import guard
 from cluster.backends.base import state_root
 from cluster.kube.client import Client
 from graders import Check, ClusterView, LiveView, Report, Severity, snapshot, source, write_bundle
-from labs import catalog, evidence, grading, kubeapply, scope, steps
+from labs import catalog, evidence, grading, kubeapply, replay, scope, steps
 from labs.spec import LabSpec, Task
 
 log = logging.getLogger(__name__)
@@ -61,27 +62,40 @@ class Lab:
     def client(self) -> Client:
         return Client.from_kubeconfig(self._kubeconfig or backends.current().kubeconfig())
 
+    def _refuse_on_attach(self, what: str, changes: list[str]) -> guard.Owner:
+        """Check who owns the cluster before anything changes: an attached one (someone else's) is refused
+        with every cluster-wide change the step would make, and nothing is touched."""
+        owner = guard.owner(self._kubeconfig)
+        if changes:
+            shown = "; ".join(dict.fromkeys(changes))
+            guard.refuse_if_attach(owner, f"{what} lab {self.id}, which would {shown}")
+        return owner
+
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
     def setup(self, *, fresh: bool = False) -> None:
         """Scope to start values, setup steps, starter files (``fresh`` replaces the learner's copies)."""
+        owner = self._refuse_on_attach("set up", [*scope.cluster_changes(self.spec.scope),
+                                                  *_changes(self.spec.setup)])
         with self.client() as client:
             scope.normalize(client, self.spec.scope)
-            self._run(client, self.spec.setup, "set up")
+            self._run(client, self.spec.setup, "set up", owner)
         self._copy_files("starter", overwrite=fresh)
         _record_path(self.id).parent.mkdir(parents=True, exist_ok=True)
         _record_path(self.id).write_text(json.dumps({"workdir": str(self.workdir.resolve())}))
 
     def solve(self) -> None:
         """Write the solution files into the working folder and do what a learner would do with them."""
+        owner = self._refuse_on_attach("solve", _changes(self.spec.solve))
         self._copy_files("solution", overwrite=True)
         with self.client() as client:
-            self._run(client, self.spec.solve, "solve")
+            self._run(client, self.spec.solve, "solve", owner)
 
     def reset(self) -> None:
         """Back to the start: the scope and setup again, and the starter files (the old ones are backed up).
 
         An evidence bundle written before is moved to the backup too: it no longer describes the lab."""
+        self._refuse_on_attach("reset", [*scope.cluster_changes(self.spec.scope), *_changes(self.spec.setup)])
         stale = self.workdir / grading.BUNDLE_FILE
         if stale.is_file():
             backup = self.workdir / BACKUPS / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
@@ -91,24 +105,33 @@ class Lab:
 
     def stop(self) -> None:
         """Leave the lab: delete its namespaces and objects and turn the GPU knobs back (your files stay)."""
+        self._refuse_on_attach("stop", scope.cluster_changes(self.spec.scope, leaving=True))
         with self.client() as client:
             scope.leave(client, self.spec.scope)
 
     def apply(self, *names: str) -> list[kubeapply.Applied]:
         """Apply the learner's files (all linted manifests when none are named); refusals are results."""
+        read: list[tuple[str, kubeapply.Applied | list[Any]]] = []
+        for name in names or self.spec.lint_files:
+            path = self.file(name)
+            if not path.is_file():
+                read.append((name, kubeapply.Applied(name, False, "the file does not exist")))
+                continue
+            parsed = source.read_file(path, name)
+            bad = [f for f in parsed.findings if f.severity is Severity.ERROR]
+            if bad:
+                read.append((name, kubeapply.Applied(name, False, f"line {bad[0].line}: {bad[0].message}")))
+                continue
+            read.append((name, [d.data for d in parsed.documents]))
+        owner = guard.owner(self._kubeconfig)
+        for name, docs in read:  # a learner's ConfigMap in gpu-operator would change the real GPU stack there
+            changes = [c for c in map(steps.object_change, docs if isinstance(docs, list) else []) if c]
+            if changes:
+                guard.refuse_if_attach(owner, f"apply {name}, which would {'; '.join(changes)}")
         out: list[kubeapply.Applied] = []
         with self.client() as client:
-            for name in names or self.spec.lint_files:
-                path = self.file(name)
-                if not path.is_file():
-                    out.append(kubeapply.Applied(name, False, "the file does not exist"))
-                    continue
-                parsed = source.read_file(path, name)
-                bad = [f for f in parsed.findings if f.severity is Severity.ERROR]
-                if bad:
-                    out.append(kubeapply.Applied(name, False, f"line {bad[0].line}: {bad[0].message}"))
-                    continue
-                out.extend(kubeapply.apply_all(client, [d.data for d in parsed.documents]))
+            for _, docs in read:
+                out.extend(kubeapply.apply_all(client, docs) if isinstance(docs, list) else [docs])
         return out
 
     # --- grading -----------------------------------------------------------------------------------------------
@@ -157,7 +180,8 @@ class Lab:
         lab's namespaces and GPU nodes, so that ``gpulab grade`` and nbgrader can grade offline."""
         files = {n: t.decode("utf-8", "replace") for n, t in evidence.read_files(self.workdir, self.spec.files).items()}
         with self.client() as client:
-            data = snapshot(client, self.spec.scope.namespaces, files, self.id)
+            data = snapshot(client, self.spec.scope.namespaces, files, self.id,
+                            replay.record_actions(client, self.spec))
         return write_bundle(path or self.workdir / grading.BUNDLE_FILE, data)
 
     def snapshot(self) -> dict[str, Any]:
@@ -182,8 +206,8 @@ class Lab:
 
     # --- helpers -----------------------------------------------------------------------------------------------
 
-    def _run(self, client: Client, todo: tuple[steps.Step, ...], what: str) -> None:
-        ctx = steps.StepContext(client, self.spec.directory, grading.fleet_facts(self.spec.fleet))
+    def _run(self, client: Client, todo: tuple[steps.Step, ...], what: str, owner: guard.Owner) -> None:
+        ctx = steps.StepContext(client, self.spec.directory, grading.fleet_facts(self.spec.fleet), owner)
         for step in todo:
             log.info("lab %s: %s: %s", self.id, what, step.describe())
             try:
@@ -205,6 +229,10 @@ class Lab:
                     backup.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(dst, backup)
             shutil.copyfile(src, dst)
+
+
+def _changes(todo: tuple[steps.Step, ...]) -> list[str]:
+    return [c for c in (step.cluster_change() for step in todo) if c]
 
 
 def start(lab_id: str, *, workdir: Path | str | None = None, kubeconfig: Path | str | None = None,

@@ -9,6 +9,7 @@ namespace deletion waits for the namespace controller, emptying takes one reques
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from cluster import errors
@@ -37,14 +38,42 @@ BASELINE_LABELS: dict[str, str | None] = {
 BASELINE_POLICY = ("devicePlugin.config", "mig.strategy")
 
 
+def cluster_changes(scope: Scope, *, leaving: bool = False) -> list[str]:
+    """What ``normalize`` (or ``leave``) may change outside the lab's namespaces: refused on attached clusters.
+
+    The lab's namespaces count too: a Namespace is cluster-scoped, and on someone else's cluster one of that
+    name may hold someone else's work."""
+    out = []
+    if scope.operator and not leaving:
+        out.append(steps.operator_change(scope.operator == "installed"))
+    if scope.baseline:
+        out.append("reset every GPU node's device-plugin, DRA and MIG labels, clear their simulated faults and "
+                   "restore the ClusterPolicy's defaults")
+    out += [f"{'delete' if leaving else 'create or empty'} namespace {ns}" for ns in scope.namespaces]
+    for ref in scope.objects:
+        path = kubeapply.object_path(ref.api_version, ref.kind, ref.name, ref.namespace)
+        if ref.kind in kubeapply.CLUSTER_SCOPED or steps.path_change(path):
+            out.append(f"delete {ref}")
+    out += [f"remove label {key} from node {node}" for node, keys in sorted(scope.node_labels.items())
+            for key in keys]
+    out += [f"clear the simulated faults of node {node}" for node in scope.faults]
+    if scope.policy:
+        out.append(f"restore the ClusterPolicy fields {', '.join(scope.policy)}")
+    return out
+
+
 def normalize(client: Client, scope: Scope) -> None:
     """Put every object of ``scope`` back to its start value (see ``Scope``)."""
     if scope.operator:
         steps.ensure_operator(client, scope.operator == "installed")
     if scope.baseline:
-        _baseline(client)
+        _baseline(client, mig=False)
     for ns in scope.namespaces:
         _empty_namespace(client, ns)
+    if scope.baseline:
+        # The MIG manager never evicts: a lab pod still holding a GPU would make the reset's MIG change fail.
+        _wait_pods_gone(client, scope.namespaces)
+        _baseline(client, mig=True)
     _knobs(client, scope)
 
 
@@ -53,10 +82,29 @@ def leave(client: Client, scope: Scope) -> None:
 
     The operator's presence is left as it is (installing or removing it is for the next lab to decide)."""
     if scope.baseline:
-        _baseline(client)
+        _baseline(client, mig=False)
     for ns in scope.namespaces:
+        _delete_pods(client, ns)
         kubeapply.delete(client, f"/api/v1/namespaces/{ns}")
+    if scope.baseline:
+        _wait_pods_gone(client, scope.namespaces)
+        _baseline(client, mig=True)
     _knobs(client, scope)
+
+
+def _delete_pods(client: Client, ns: str) -> None:
+    try:
+        client.delete(f"/api/v1/namespaces/{ns}/pods", gracePeriodSeconds=0)
+    except errors.NotFound:
+        pass
+
+
+def _wait_pods_gone(client: Client, namespaces: tuple[str, ...], timeout: float = 60.0) -> None:
+    """Wait (bounded) until the lab's pods are gone, so no GPU is still held when the baseline repartitions."""
+    deadline = time.monotonic() + timeout
+    for ns in namespaces:
+        while client.get(f"/api/v1/namespaces/{ns}/pods").get("items") and time.monotonic() < deadline:
+            time.sleep(0.2)
 
 
 def _knobs(client: Client, scope: Scope) -> None:
@@ -74,12 +122,15 @@ def _knobs(client: Client, scope: Scope) -> None:
         _restore_policy(client, scope.policy)
 
 
-def _baseline(client: Client) -> None:
+def _baseline(client: Client, *, mig: bool) -> None:
+    """Faults, labels and policy back to the stack's defaults; the MIG layout only with ``mig`` (called once the
+    lab's pods are gone), everything else first so the nodes recover while the lab's pods are removed."""
     for node in client.get("/api/v1/nodes").get("items", []):
         meta = node["metadata"]
         labels, notes = meta.get("labels") or {}, meta.get("annotations") or {}
         # Only keys a node carries are reset: mig.config exists where the operator manages MIG.
-        change = {k: v for k, v in BASELINE_LABELS.items() if k in labels and labels[k] != v}
+        change = {k: v for k, v in BASELINE_LABELS.items() if k in labels and labels[k] != v
+                  and (k == names.MIG_CONFIG) == mig}
         patch: dict[str, Any] = {"labels": change} if change else {}
         if names.FAULTS in notes:
             patch["annotations"] = {names.FAULTS: None}

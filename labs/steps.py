@@ -2,8 +2,13 @@
 
 ``lab.yaml`` writes a step as a one-key mapping: ``{apply: setup/filler.yaml}``, ``{operator: installed}``,
 ``{label: {node, key, value}}``, ``{fault: {node, kind, gpu, present}}``, ``{policy: <patch of spec>}``,
+``{restart: <operand DaemonSet>}`` (a rollout restart),
 ``{delete: <API path>}`` or ``{wait: {<cluster check>: {...}, timeout: 30}}``. A step that fails is our
 failure (the lab could not be set up or solved), raised as a ``ClusterError`` that names the step.
+
+A step that changes anything outside the lab's own namespaces (cluster-scoped or NVIDIA-named objects, node
+labels, faults, the ClusterPolicy) says so in ``cluster_change`` and checks the cluster's owner first: on an
+attached cluster (someone else's) it refuses before it changes anything (``cluster.backends.guard``).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any, Protocol
 import yaml
 
 from cluster import errors
+from cluster.backends import guard
 from cluster.kube.client import Client
 from cluster.sim.gpu import hoststate, names, operator
 from graders import FleetFacts
@@ -33,12 +39,56 @@ class StepContext:
     client: Client
     lab_dir: Path
     fleet: FleetFacts
+    owner: guard.Named = guard.Owner(guard.ATTACH)  # who made the cluster; unknown counts as someone else's
 
 
 class Step(Protocol):
     def run(self, ctx: StepContext) -> None: ...
 
     def describe(self) -> str: ...
+
+    def cluster_change(self) -> str | None:
+        """What this step would change outside the lab's namespaces (refused on attach), or None."""
+        ...
+
+
+def _guard(ctx: StepContext, step: Step) -> None:
+    change = step.cluster_change()
+    if change:
+        guard.refuse_if_attach(ctx.owner, change)
+
+
+def nvidia_named(api_version: str, namespace: str) -> bool:
+    """Objects of the NVIDIA API groups or in the GPU Operator's namespace: on a real cluster, the real GPU stack."""
+    group = api_version.rpartition("/")[0]
+    return group == "nvidia.com" or group.endswith(".nvidia.com") or namespace == names.NAMESPACE
+
+
+def path_change(path: str) -> str | None:
+    """``delete <path>`` when the API path names a cluster-scoped or NVIDIA-named object, else None."""
+    parts = path.strip("/").split("/")
+    api_version = parts[1] if parts[:1] == ["api"] else "/".join(parts[1:3])
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
+    namespaced = len(rest) >= 3 and rest[0] == "namespaces"
+    namespace = rest[1] if namespaced else ""
+    if namespaced and not nvidia_named(api_version, namespace):
+        return None
+    return f"delete {path}"
+
+
+def object_change(obj: object) -> str | None:
+    """``apply <kind> <name>`` for a cluster-scoped or NVIDIA-named object of a lab file, else None."""
+    if not isinstance(obj, dict):
+        return None
+    kind, api_version = str(obj.get("kind", "")), str(obj.get("apiVersion", ""))
+    raw_meta = obj.get("metadata")
+    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+    name, namespace = str(meta.get("name", "?")), str(meta.get("namespace") or "")
+    if kind in kubeapply.CLUSTER_SCOPED:
+        return f"apply the cluster-scoped {kind} {name}"
+    if nvidia_named(api_version, namespace):
+        return f"apply {kind} {namespace + '/' if namespace else ''}{name} (part of the NVIDIA GPU stack)"
+    return None
 
 
 def load_objects(path: Path) -> list[object]:
@@ -55,9 +105,15 @@ class Apply:
 
     file: str
     refused: tuple[str, ...] = ()
+    lab_dir: Path | None = field(default=None, compare=False)  # where ``file`` is, to say what it would change
 
     def run(self, ctx: StepContext) -> None:
-        results = kubeapply.apply_all(ctx.client, load_objects(ctx.lab_dir / self.file))
+        objects = load_objects(ctx.lab_dir / self.file)
+        for obj in objects:
+            change = object_change(obj)
+            if change:
+                guard.refuse_if_attach(ctx.owner, change)
+        results = kubeapply.apply_all(ctx.client, objects)
         bad = [f"{r.ref}: {r.message}" for r in results if r.ok == (r.ref in self.refused)]
         if bad:
             raise errors.ClusterError(f"applying {self.file} failed: " + "; ".join(bad),
@@ -66,16 +122,30 @@ class Apply:
     def describe(self) -> str:
         return f"apply {self.file}"
 
+    def cluster_change(self) -> str | None:
+        if self.lab_dir is None or not (self.lab_dir / self.file).is_file():
+            return None
+        return next(filter(None, map(object_change, load_objects(self.lab_dir / self.file))), None)
+
 
 @dataclass(frozen=True)
 class Operator:
     installed: bool
 
     def run(self, ctx: StepContext) -> None:
+        _guard(ctx, self)
         ensure_operator(ctx.client, self.installed)
 
     def describe(self) -> str:
         return "install the GPU Operator" if self.installed else "remove the GPU Operator"
+
+    def cluster_change(self) -> str | None:
+        return operator_change(self.installed)
+
+
+def operator_change(installed: bool) -> str:
+    what = f"the {names.NAMESPACE} namespace, the {names.CRD_NAME} CRD, the ClusterPolicy and the GPU nodes' labels"
+    return f"install the GPU Operator ({what})" if installed else f"remove the GPU Operator (deleting {what})"
 
 
 def ensure_operator(client: Client, installed: bool) -> None:
@@ -94,12 +164,16 @@ class Label:
     value: str | None
 
     def run(self, ctx: StepContext) -> None:
+        _guard(ctx, self)
         current = (ctx.client.get(f"/api/v1/nodes/{self.node}")["metadata"].get("labels") or {}).get(self.key)
         if current != self.value:
             ctx.client.patch(f"/api/v1/nodes/{self.node}", {"metadata": {"labels": {self.key: self.value}}})
 
     def describe(self) -> str:
         return f"label {self.node} {self.key}={self.value}" if self.value else f"unlabel {self.node} {self.key}"
+
+    def cluster_change(self) -> str | None:
+        return f"{self.describe()} (a node label)"
 
 
 @dataclass(frozen=True)
@@ -110,10 +184,14 @@ class Fault:
     present: bool
 
     def run(self, ctx: StepContext) -> None:
+        _guard(ctx, self)
         operator.set_fault(ctx.client, self.node, self.kind, self.gpu, self.present)
 
     def describe(self) -> str:
         return f"{'inject' if self.present else 'clear'} fault {self.kind} on {self.node}"
+
+    def cluster_change(self) -> str | None:
+        return f"{self.describe()} (an annotation on the node)"
 
 
 @dataclass(frozen=True)
@@ -121,10 +199,27 @@ class Policy:
     patch: Mapping[str, Any]
 
     def run(self, ctx: StepContext) -> None:
+        _guard(ctx, self)
         ctx.client.patch(POLICY_PATH, {"spec": dict(self.patch)})
 
     def describe(self) -> str:
         return f"patch ClusterPolicy spec with {dict(self.patch)}"
+
+    def cluster_change(self) -> str | None:
+        return f"patch the GPU Operator's ClusterPolicy {names.POLICY_NAME}"
+
+
+@dataclass(frozen=True)
+class Restart:
+    """``kubectl -n gpu-operator rollout restart daemonset/NAME``."""
+
+    daemonset: str
+
+    def run(self, ctx: StepContext) -> None:
+        operator.restart_daemonset(ctx.client, self.daemonset)
+
+    def describe(self) -> str:
+        return f"rollout restart daemonset/{self.daemonset} in gpu-operator"
 
 
 @dataclass(frozen=True)
@@ -132,10 +227,14 @@ class Delete:
     path: str
 
     def run(self, ctx: StepContext) -> None:
+        _guard(ctx, self)
         kubeapply.delete(ctx.client, self.path)
 
     def describe(self) -> str:
         return f"delete {self.path}"
+
+    def cluster_change(self) -> str | None:
+        return path_change(self.path)
 
 
 @dataclass(frozen=True)
@@ -159,6 +258,9 @@ class Wait:
     def describe(self) -> str:
         return f"wait for {self.what}"
 
+    def cluster_change(self) -> str | None:
+        return None
+
 
 _WAITABLE: dict[str, Callable[[Problems, str, dict[str, Any], object], Rule]] = {
     "pod": live.PodRule.parse, "node": live.NodeRule.parse, "quota": live.QuotaRule.parse,
@@ -168,7 +270,7 @@ _WAITABLE: dict[str, Callable[[Problems, str, dict[str, Any], object], Rule]] = 
 def parse(p: Problems, where: str, raw: Any, lab_dir: Path) -> Step | None:
     """One step from its one-key mapping; problems are recorded, None returned for a broken step."""
     if not isinstance(raw, dict) or len(raw) != 1:
-        p.add(where, "a step is a mapping with one key: apply, operator, label, fault, policy, delete or wait")
+        p.add(where, "a step is a mapping with one key: apply, operator, label, fault, policy, restart, delete or wait")
         return None
     (action, value), = raw.items()
     where = f"{where}.{action}"
@@ -179,7 +281,7 @@ def parse(p: Problems, where: str, raw: Any, lab_dir: Path) -> Step | None:
         if file and not (lab_dir / file).is_file():
             p.add(where, f"{file} does not exist in {lab_dir.name}/")
         refused = common.strings(p, f"{where}.refused", m["refused"]) if "refused" in m else ()
-        return Apply(file, refused)
+        return Apply(file, refused, lab_dir)
     if action == "operator":
         if value not in OPERATOR_STATES:
             p.add(where, f"must be one of {', '.join(OPERATOR_STATES)}")
@@ -196,6 +298,8 @@ def parse(p: Problems, where: str, raw: Any, lab_dir: Path) -> Step | None:
         return _fault(p, where, value)
     if action == "policy":
         return Policy(common.mapping(p, where, value))
+    if action == "restart":
+        return Restart(common.text(p, where, value))
     if action == "delete":
         path = common.text(p, where, value)
         if path and not path.startswith(("/api/", "/apis/")):
@@ -203,7 +307,7 @@ def parse(p: Problems, where: str, raw: Any, lab_dir: Path) -> Step | None:
         return Delete(path)
     if action == "wait":
         return _wait(p, where, value)
-    p.add(where, "unknown step (apply, operator, label, fault, policy, delete, wait)")
+    p.add(where, "unknown step (apply, operator, label, fault, policy, restart, delete, wait)")
     return None
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +144,7 @@ class AttachBackend(StateDir):
                 "cluster it did not create",
                 hint="`gpulab down --purge` forgets the attached kubeconfig and leaves the cluster as it is")
         if self.configured() or self._state_file.exists():
-            shutil.rmtree(self.dir, ignore_errors=True)
+            self.purge_state()
             log.info("forgot the attached cluster; it keeps running, untouched")
 
     def tenant_kubeconfig(self, namespace: str) -> Path:

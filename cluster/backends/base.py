@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import platformdirs
 
-from cluster import errors, fleet as fleet_mod, progress as progress_mod
+from cluster import errors, fleet as fleet_mod, progress as progress_mod, safefs
 
 # Write failures that are about the disk, not about gpulab: reported as one clear message, never a traceback.
 _DISK_ERRNOS = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
@@ -82,6 +82,33 @@ class StateDir:
     def __init__(self, cluster_name: str = "gpulab", root: Path | None = None) -> None:
         self.cluster_name = cluster_name
         self.dir = (root or state_root()) / cluster_name
+        self._lock_depth = 0
+
+    def claim(self) -> None:
+        """Make the state folder ours (new, empty or already marked) or refuse it (``cluster.safefs``)."""
+        safefs.claim(self.dir)
+
+    def purge_state(self) -> None:
+        """Delete the state folder, but only one that carries gpulab's marker."""
+        safefs.purge(self.dir)
+
+    @contextmanager
+    def locked(self, what: str) -> Iterator[None]:
+        """Hold the state folder's lock (claiming the folder first); re-entrant within this object."""
+        if self._lock_depth:
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+            return
+        self.claim()
+        with safefs.locked(self.dir, what=what):
+            self._lock_depth = 1
+            try:
+                yield
+            finally:
+                self._lock_depth = 0
 
     @property
     def _state_file(self) -> Path:
@@ -95,8 +122,8 @@ class StateDir:
             return {}
 
     def _save(self, data: dict[str, Any]) -> None:
-        """Write state.json atomically (a crash never leaves half a file)."""
-        self.dir.mkdir(parents=True, exist_ok=True)
+        """Write state.json atomically (a crash never leaves half a file), into a claimed state folder."""
+        self.claim()
         tmp = self._state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
         tmp.replace(self._state_file)

@@ -121,7 +121,7 @@ class KindBackend(StateDir):
                 if fresh:
                     if (self.log_dir / "kind-create.log").exists():
                         shutil.copy2(self.log_dir / "kind-create.log", keep_log)
-                    shutil.rmtree(self.dir, ignore_errors=True)
+                    self.purge_state()
             raise
 
     def failed_log(self) -> Path:
@@ -139,7 +139,7 @@ class KindBackend(StateDir):
         return current
 
     def _save_fleet(self, fl: fleet_mod.Fleet) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.claim()
         (self.dir / "fleet.yaml").write_text(fleet_mod.dump(fl))
 
     def _clusters(self, kind: Path) -> list[str]:
@@ -246,8 +246,8 @@ class KindBackend(StateDir):
             self._kind(kind, ["delete", "cluster", "--name", self.cluster_name, "--kubeconfig", str(self.kubeconfig())],
                        "kind-delete")
             self._save({**self._state(), "created": False, "nodes": {}})
-        if purge and self.dir.exists():
-            shutil.rmtree(self.dir)
+        if purge:
+            self.purge_state()
 
     def _delete_quietly(self, kind: Path) -> None:
         try:

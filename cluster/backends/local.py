@@ -21,7 +21,8 @@ from typing import Any
 
 import httpx
 
-from cluster import binaries, errors, fleet as fleet_mod, ops, pki as pki_mod, progress as progress_mod, seed, versions
+from cluster import (binaries, errors, fleet as fleet_mod, ops, pki as pki_mod, progress as progress_mod, safefs, seed,
+                     versions)
 from cluster.backends.base import ClusterStatus, ComponentStatus, StateDir
 from cluster.kube import kubeconfig
 from cluster.kube.client import Client
@@ -34,6 +35,11 @@ AGENTS = ("node-agent", "pod-agent", "gpu-stack")
 STARTED_FIRST = ("etcd", "kube-apiserver", "node-agent")
 MIN_FREE_FRESH_MIB = 160  # etcd's first WAL segment (64 MiB) and snapshot, PKI, logs, with room to grow
 MIN_FREE_MIB = 16  # a restart writes state.json, kubeconfigs and logs; etcd reuses its preallocated WAL
+CERT_WARNING = 86400.0  # `status` reports certificates that expire within a day
+# ClusterRoleBindings that give gpulab's own identities their rights (instead of the unrevocable system:masters):
+# binding name -> group in the client certificate (cluster/pki.py)
+IDENTITY_BINDINGS = {"gpulab:cluster-admins": pki_mod.ADMIN_GROUP, "gpulab:sim-agents": pki_mod.AGENT_GROUP}
+_CRB = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
 
 
 def heartbeat_timing(node_count: int) -> tuple[float, int]:
@@ -44,6 +50,14 @@ def heartbeat_timing(node_count: int) -> tuple[float, int]:
     """
     renew = max(5.0, node_count / 40.0)
     return renew, max(20, int(renew * 3) + 5)
+
+
+def identity_binding(name: str, group: str) -> dict[str, Any]:
+    """A ClusterRoleBinding of ``cluster-admin`` to a certificate group of ours (revoked by deleting it)."""
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name, "labels": {"gpulab.dev/identity": "true"}},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]}
 
 
 class LocalBackend(StateDir):
@@ -114,9 +128,11 @@ class LocalBackend(StateDir):
                node_count: int) -> dict[str, ProcessSpec]:
         d = self.dir
         renew, grace = heartbeat_timing(node_count)
-        etcd_url = f"http://127.0.0.1:{ports['etcd']}"
-        peer_url = f"http://127.0.0.1:{ports['etcd-peer']}"
-        allow = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"
+        etcd_url = f"https://127.0.0.1:{ports['etcd']}"
+        peer_url = f"https://127.0.0.1:{ports['etcd-peer']}"
+        # Health probes stay open, as upstream's default; /metrics is left to delegated authentication and
+        # authorization (a SubjectAccessReview to the API server), so an anonymous scrape is refused.
+        allow = "--authorization-always-allow-paths=/healthz,/readyz,/livez"
         return {
             "etcd": ProcessSpec("etcd", (
                 str(bins.path("etcd")), "--name=gpulab", f"--data-dir={d / 'etcd'}",
@@ -126,10 +142,19 @@ class LocalBackend(StateDir):
                 "--auto-compaction-retention=1", "--unsafe-no-fsync", "--log-level=warn",
                 # One member on loopback: a short election timeout makes it leader in ~0.1 s instead of ~0.6 s.
                 "--heartbeat-interval=20", "--election-timeout=200",
+                # Client-certificate authentication on the client and peer ports, as kubeadm sets etcd up: only
+                # certificates of the etcd CA (the API server's etcd client certificate) get in.
+                f"--cert-file={pki.cert('etcd-server')}", f"--key-file={pki.key('etcd-server')}",
+                "--client-cert-auth=true", f"--trusted-ca-file={pki.etcd_ca_cert}",
+                f"--peer-cert-file={pki.cert('etcd-peer')}", f"--peer-key-file={pki.key('etcd-peer')}",
+                "--peer-client-cert-auth=true", f"--peer-trusted-ca-file={pki.etcd_ca_cert}",
             )),
             "kube-apiserver": ProcessSpec("kube-apiserver", (
                 str(bins.path("kube-apiserver")), "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
                 f"--secure-port={ports['apiserver']}", f"--etcd-servers={etcd_url}",
+                f"--etcd-cafile={pki.etcd_ca_cert}", f"--etcd-certfile={pki.cert('apiserver-etcd-client')}",
+                f"--etcd-keyfile={pki.key('apiserver-etcd-client')}",
+                f"--encryption-provider-config={pki.encryption_config}",
                 "--endpoint-reconciler-type=none", "--service-cluster-ip-range=10.96.0.0/16",
                 f"--tls-cert-file={pki.serving_cert}", f"--tls-private-key-file={pki.serving_key}",
                 f"--client-ca-file={pki.ca_cert}", f"--service-account-key-file={pki.sa_pub}",
@@ -168,9 +193,11 @@ class LocalBackend(StateDir):
             )),
             "pod-agent": ProcessSpec("pod-agent", (
                 sys.executable, "-m", "cluster.sim.pod_agent", f"--kubeconfig={self._kc('agent')}",
+                f"--device-checkpoint={d / 'kubelet' / 'device-checkpoint.json'}",
             )),
             "gpu-stack": ProcessSpec("gpu-stack", (
                 sys.executable, "-m", "cluster.sim.gpu.stack", f"--kubeconfig={self._kc('agent')}",
+                f"--device-checkpoint={d / 'kubelet' / 'device-checkpoint.json'}",
             )),
             **{spec.name: spec for spec in self.extra_agents},
         }
@@ -213,8 +240,10 @@ class LocalBackend(StateDir):
                                   hint=f"see {self.sup.log_dir / (name + '.log')}")
 
     def _wait_api_ready(self, ports: dict[str, int], pki: pki_mod.Pki, prog: progress_mod.Progress) -> None:
-        """etcd healthy, then the API server's /readyz (as the admin, over TLS)."""
-        self._wait_http("etcd", f"http://127.0.0.1:{ports['etcd']}/health", 30)
+        """etcd healthy (with the API server's etcd client certificate), then the API server's /readyz (as the
+        admin, over TLS)."""
+        etcd_client = (str(pki.cert("apiserver-etcd-client")), str(pki.key("apiserver-etcd-client")))
+        self._wait_http("etcd", f"https://127.0.0.1:{ports['etcd']}/health", 30, etcd_client, str(pki.etcd_ca_cert))
         prog.advance(detail="etcd")
         admin = (str(pki.client_cert("admin")), str(pki.client_key("admin")))
         self._wait_http("kube-apiserver", f"https://127.0.0.1:{ports['apiserver']}/readyz", 90, admin,
@@ -222,24 +251,29 @@ class LocalBackend(StateDir):
 
     def up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, *, retain: bool = False,
            fleet_source: str | None = None) -> ClusterStatus:
+        # etcd preallocates its 64 MiB write-ahead log and panics without room for it: say so before writing.
         fresh = not self.exists()
-        # etcd preallocates its 64 MiB write-ahead log and panics without room for it: say so before starting.
         self.ensure_space(MIN_FREE_FRESH_MIB if fresh else MIN_FREE_MIB,
                           "a new local cluster" if fresh else "restarting the local cluster")
-        try:
-            with self.writing():
-                return self._up(fl, prog, fleet_source)
-        except BaseException:
-            if fresh and not retain:
-                log.warning("bring-up failed; removing the half-built cluster (use --retain to keep it)")
-                self.down(purge=True)
-            raise
+        # The state folder must be ours (cluster.safefs), and one command at a time works on it: a second `up`
+        # waits for the first and then finds the cluster up.
+        with self.writing(), self.locked("gpulab up"):
+            fresh = not self.exists()
+            try:
+                with self.writing():
+                    return self._up(fl, prog, fleet_source)
+            except BaseException:
+                if fresh and not retain:
+                    log.warning("bring-up failed; removing the half-built cluster (use --retain to keep it)")
+                    self.down(purge=True)
+                raise
 
     def _up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, fleet_source: str | None) -> ClusterStatus:
         state = self._state()
         fl = self._step_fleet(state, fl, fleet_source)
         bins = binaries.ensure(prog)
         pki = pki_mod.ensure(self.dir / "pki")
+        self._step_restart_for_renewed(pki)
         ports = self._step_ports(state)
         server = f"https://127.0.0.1:{ports['apiserver']}"
         self._step_kubeconfigs(pki, server)
@@ -257,13 +291,13 @@ class LocalBackend(StateDir):
         for name in STARTED_FIRST:
             self.sup.start(specs[name])
         self._wait_api_ready(ports, pki, prog)
-        if seeded:
-            with Client.from_kubeconfig(self.kubeconfig()) as client:
-                seed.prune_client_ca(client, pki.ca_cert.read_text())
-        prog.advance(detail="kube-apiserver")
-        self.sup.start(specs["kube-controller-manager"])
-        prog.advance(detail="kube-controller-manager")
         with Client.from_kubeconfig(self.kubeconfig()) as client:
+            self._step_identity_bindings(client, pki, server)
+            if seeded:
+                seed.prune_client_ca(client, pki.ca_cert.read_text())
+            prog.advance(detail="kube-apiserver")
+            self.sup.start(specs["kube-controller-manager"])
+            prog.advance(detail="kube-controller-manager")
             ops.ensure_tenant_rbac(client)
             prog.start(f"waiting for {fl.node_count} nodes to be Ready")
             try:
@@ -273,6 +307,62 @@ class LocalBackend(StateDir):
                     self.sup.start(specs[name])
             prog.finish()
         return self.status()
+
+    def _all_components(self) -> list[str]:
+        return [s.name for s in self.extra_agents] + list(reversed(AGENTS)) + list(reversed(CONTROL_PLANE))
+
+    def _step_restart_for_renewed(self, pki: pki_mod.Pki) -> None:
+        """Running components read their certificates at start: after a renewal they are restarted (once every
+        week or so, on `up`)."""
+        if not pki.renewed:
+            return
+        running = [n for n in self._all_components() if self.sup.pid(n)]
+        if running:
+            log.warning("renewed the cluster's certificates (%s); restarting %s to load them",
+                        ", ".join(pki.renewed), ", ".join(running))
+            self.sup.stop_all(self._all_components())
+
+    def _step_identity_bindings(self, admin: Client, pki: pki_mod.Pki, server: str) -> None:
+        """The admin's and agents' ClusterRoleBindings (to ``cluster-admin``) exist; made when missing.
+
+        They are normally already there (the etcd seed carries them, and a running cluster keeps them); when they
+        are not (no seed, or someone deleted one to revoke the admin), only a break-glass ``system:masters``
+        certificate, valid for minutes and deleted right after, can create them, as kubeadm's ``super-admin.conf``
+        does for ``kubeadm:cluster-admins``. The owner, who holds the CA key, can always grant again; `up` does.
+        """
+        missing = list(IDENTITY_BINDINGS)
+        try:
+            missing = [n for n in IDENTITY_BINDINGS if not admin.exists(f"{_CRB}/{n}")]
+        except errors.ApiError as exc:
+            if exc.status != 403:
+                raise
+        if not missing:
+            return
+        certs = kubeconfig.certs_dir(self.kubeconfig())
+        cert, key = pki_mod.break_glass(pki, certs)
+        try:
+            conn = kubeconfig.Connection(server=server, ca_file=str(pki.ca_cert), cert_file=str(cert),
+                                         key_file=str(key))
+            with Client(conn, timeout=10) as glass:
+                for name in missing:
+                    log.info("creating ClusterRoleBinding %s (break-glass certificate)", name)
+                    try:
+                        glass.create(_CRB, identity_binding(name, IDENTITY_BINDINGS[name]))
+                    except errors.Conflict:
+                        pass
+        finally:
+            cert.unlink(missing_ok=True)
+            key.unlink(missing_ok=True)
+        # The API server's RBAC authorizer sees new bindings through its informer, a moment later.
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                admin.get(f"{_CRB}/{missing[0]}")
+                return
+            except errors.ApiError as exc:
+                if exc.status != 403 or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.05)
 
     @classmethod
     def seed_location(cls, bins: binaries.Binaries) -> Path:
@@ -310,13 +400,18 @@ class LocalBackend(StateDir):
         scratch = Path(tempfile.mkdtemp(prefix="gpulab-seed-"))
         maker = LocalBackend("seed", scratch)
         try:
-            maker.dir.mkdir(parents=True)
+            maker.claim()
             pki = pki_mod.ensure(maker.dir / "pki")
             ports = maker._step_ports({})
+            server = f"https://127.0.0.1:{ports['apiserver']}"
+            maker._step_kubeconfigs(pki, server)
             specs = maker._specs(bins, pki, ports, 1)
             maker.sup.start(specs["etcd"])
             maker.sup.start(specs["kube-apiserver"])
             maker._wait_api_ready(ports, pki, prog)
+            with Client.from_kubeconfig(maker.kubeconfig()) as client:
+                maker._step_identity_bindings(client, pki, server)  # so fresh clusters need no break-glass
+                seed.check_no_secrets(client)
             maker.sup.stop("kube-apiserver")
             maker.sup.stop("etcd")
             seed.store(maker.dir / "etcd", path)
@@ -364,14 +459,33 @@ class LocalBackend(StateDir):
             except errors.CourseError as exc:
                 problems.append(f"API server not answering: {exc.message}")
         problems += [f"node {n.name} is NotReady" for n in nodes if not n.ready]
+        problems += self._certificate_problems()
         return ClusterStatus("local", True, self.server(), str(self.kubeconfig()), comps, nodes,
                              state.get("fleet"), problems)
 
+    def _certificate_problems(self) -> list[str]:
+        now = time.time()
+        soon = sorted((when.timestamp(), name) for name, when in pki_mod.expiry(self.dir / "pki").items()
+                      if when.timestamp() - now < CERT_WARNING)
+        if not soon:
+            return []
+        when, name = soon[0]
+        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when))
+        verb = "expired" if when < now else "expires"
+        return [f"the cluster's certificates ({', '.join(n for _, n in soon)}) {verb} at {stamp}: `gpulab up` renews "
+                "them and restarts the components"]
+
     def down(self, *, purge: bool = False) -> None:
-        order = [s.name for s in self.extra_agents] + list(reversed(AGENTS)) + list(reversed(CONTROL_PLANE))
-        self.sup.stop_all(order)
-        if purge and self.dir.exists():
-            shutil.rmtree(self.dir)
+        if not os.path.lexists(self.dir):
+            return
+        if not safefs.looks_like_state(self.dir):
+            if purge:
+                self.purge_state()  # refuses, saying why
+            return  # nothing of ours can run from a folder that is not a state folder
+        with self.locked("gpulab down --purge" if purge else "gpulab down"):
+            self.sup.stop_all(self._all_components())
+            if purge:
+                self.purge_state()
 
     def tenant_kubeconfig(self, namespace: str) -> Path:
         pki = pki_mod.Pki(self.dir / "pki")

@@ -1,7 +1,7 @@
 """Decode device-plugin configs with NVIDIA's own code (the ``dpcheck`` helper): the referee of our decoder.
 
 ``dpcheck`` is a small Go program (``cluster/gosrc/dpcheck``) built against ``github.com/NVIDIA/k8s-device-plugin``
-at ``versions.NVIDIA_DEVICE_PLUGIN_VERSION``. It loads each config through the plugin's ``api/config/v1``
+at ``versions.DEVICE_PLUGIN_VERSION``. It loads each config through the plugin's ``api/config/v1``
 (``sigs.k8s.io/yaml`` into ``v1.Config``), then drops the GFD flags, neutralises renaming and validates the
 flags as ``cmd/nvidia-device-plugin`` does, and answers with the effective config, the line the plugin would log
 when it refuses the config, its warnings and the keys it dropped. ``cluster.gpu.device_plugin_config`` stays the
@@ -24,7 +24,7 @@ import platformdirs
 from cluster import errors, gobuild, versions
 
 NAME = "dpcheck"
-MODULE_VERSION = versions.NVIDIA_DEVICE_PLUGIN_VERSION
+MODULE_VERSION = versions.DEVICE_PLUGIN_VERSION
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The node labels GPU Feature Discovery would publish for an inventory (reference section 3).
 
-Follows ``DP internal/lm/{nvml,resource,mig-strategy,machine-type}.go`` rule by rule, quirks included: MIG-enabled
+Follows ``DP internal/lm/{nvml,resource,mig-strategy,machine-type,vgpu}.go`` rule by rule, quirks included: MIG-enabled
 parents are labelled without sharing (``gpu.replicas=0``) even under the ``none`` strategy, and a single-strategy
 layout GFD cannot describe becomes ``<product>-MIG-INVALID``. ``gfd.timestamp`` is left to the caller. Plain
 data: this module must not talk to a cluster.
@@ -47,6 +47,10 @@ def labels(inv: inventory.NodeInventory, config: dpc.DevicePluginConfig, strateg
         out[P + "mig.strategy"] = strategy
         out.update(_single_labels(inv, config) if strategy == "single" else _mixed_labels(inv, config))
     out[P + "gpu.mode"] = _gpu_mode(inv)
+    # ``DP internal/lm/vgpu.go``: merged beside the device labels; true only on a vGPU guest, whose NVIDIA PCI
+    # device carries the vGPU host capability. Simulated GPUs are physical (or passed through), as on the
+    # recorded H100 (tests/fixtures/gfd).
+    out[P + "vgpu.present"] = "false"
     return out
 
 

@@ -43,10 +43,13 @@ def _ssl_context(conn: kubeconfig.Connection) -> ssl.SSLContext | bool:
     return ctx
 
 
-def _headers(conn: kubeconfig.Connection) -> dict[str, str]:
-    headers = {"Accept": "application/json", "User-Agent": "gpulab/0.1"}
+def _headers(conn: kubeconfig.Connection, impersonate: tuple[str, tuple[str, ...]] | None = None) -> list[tuple[str, str]]:
+    headers = [("Accept", "application/json"), ("User-Agent", "gpulab/0.1")]
     if conn.token:
-        headers["Authorization"] = f"Bearer {conn.token}"
+        headers.append(("Authorization", f"Bearer {conn.token}"))
+    if impersonate is not None:  # the apiserver then authorizes every request as that user (RBAC), not as us
+        headers.append(("Impersonate-User", impersonate[0]))
+        headers.extend(("Impersonate-Group", g) for g in impersonate[1])
     return headers
 
 
@@ -96,9 +99,12 @@ def path_for(api_version: str, kind: str, namespace: str | None = None, name: st
 class Client:
     """Synchronous client; cheap to create, closes its pool with ``close()`` or a ``with`` block."""
 
-    def __init__(self, conn: kubeconfig.Connection, *, timeout: float = 30.0) -> None:
+    def __init__(self, conn: kubeconfig.Connection, *, timeout: float = 30.0,
+                 impersonate: tuple[str, tuple[str, ...]] | None = None) -> None:
+        """``impersonate``: (user, groups) every request is made as (needs the impersonate verb)."""
         self.conn = conn
-        self._http = httpx.Client(base_url=conn.server, verify=_ssl_context(conn), headers=_headers(conn),
+        self._http = httpx.Client(base_url=conn.server, verify=_ssl_context(conn),
+                                  headers=httpx.Headers(_headers(conn, impersonate)),
                                   timeout=httpx.Timeout(timeout, connect=5.0))
 
     @classmethod
@@ -194,7 +200,7 @@ class AsyncClient:
             ssl_arg = _ssl_context(self.conn)
             connector = aiohttp.TCPConnector(limit=self._max_connections, ssl=ssl_arg)
             self._session = aiohttp.ClientSession(
-                connector=connector, headers=_headers(self.conn), trust_env=True,  # proxies from the env, as httpx
+                connector=connector, headers=dict(_headers(self.conn)), trust_env=True,  # proxies from the env, as httpx
                 timeout=aiohttp.ClientTimeout(total=self._timeout, connect=5.0))
         return self._session
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
 
-from cluster import errors
+from cluster import errors, safefs
+from cluster.kube import credentials
 
 
 @dataclass(frozen=True)
@@ -73,20 +73,46 @@ def write(
     return path
 
 
+CERTS_DIR = "certs"
+_FALLBACK_CERTS_DIR = ".certs"
+
+
+def certs_dir(source: Path | str) -> Path:
+    """The private folder (0700, ours, not a link: ``safefs.private_dir``) where embedded credentials of the
+    kubeconfig ``source`` are written as files for TLS: ``certs/`` in the gpulab state folder that holds the
+    kubeconfig (so ``down --purge`` removes them with it), else ``.certs/`` in the state root."""
+    from cluster.backends.base import state_root  # here: cluster.backends imports this module's users
+
+    path = Path(source).absolute()
+    for parent in list(path.parents)[:3]:  # <state>/admin.kubeconfig, <state>/kubeconfigs/x, <state>/tenants/x
+        if safefs.is_marked(parent):
+            return safefs.private_dir(parent / CERTS_DIR)
+    return safefs.private_dir(state_root() / _FALLBACK_CERTS_DIR)
+
+
 def _materialise(data_b64: Any, suffix: str, source: Path | str, where: str) -> str:
-    """Write embedded PEM data to a private cache file (content-addressed, so repeated loads reuse it)."""
+    """Write embedded PEM data to a private file (content-addressed, so repeated loads reuse it)."""
     try:
         raw = base64.b64decode("".join(str(data_b64).split()), validate=True)
     except ValueError as exc:  # binascii.Error is a ValueError
         raise errors.ConfigError(str(source), [f"{where}: not valid base64 ({exc})"]) from exc
-    directory = Path(tempfile.gettempdir()) / f"gpulab-{os.getuid()}-certs"
-    directory.mkdir(mode=0o700, exist_ok=True)
-    path = directory / (hashlib.sha256(raw).hexdigest()[:24] + suffix)
-    if not path.exists():
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
+    path = certs_dir(source) / (hashlib.sha256(raw).hexdigest()[:24] + suffix)
+    try:
+        current = path.read_bytes() if not path.is_symlink() else None
+    except OSError:
+        current = None
+    if current != raw:
+        safefs.write_private(path, raw)
     return str(path)
+
+
+def _pem_b64(pem: str) -> str:
+    return base64.b64encode(pem.encode()).decode()
+
+
+def _local(value: Any, source: Path | str) -> str | None:
+    """A file a kubeconfig names, relative paths resolved against the kubeconfig's own folder (as kubectl does)."""
+    return str(credentials.resolve(str(value), Path(source))) if value else None
 
 
 def _named(items: Any, name: str, kind: str, source: Path | str) -> dict[str, Any]:
@@ -117,21 +143,35 @@ def load(path: Path | str, context: str | None = None) -> Connection:
     if not isinstance(cl.get("server"), str) or not cl["server"].startswith(("https://", "http://")):
         raise errors.ConfigError(str(path), [f"{cl_where}.server: missing or not an http(s) URL "
                                              f"({cl.get('server')!r})"])
-    ca = cl.get("certificate-authority")
+    ca = _local(cl.get("certificate-authority"), path)
     if cl.get("certificate-authority-data"):
         ca = _materialise(cl["certificate-authority-data"], ".ca.pem", path, f"{cl_where}.certificate-authority-data")
-    cert = user.get("client-certificate")
-    key = user.get("client-key")
+    cert = _local(user.get("client-certificate"), path)
+    key = _local(user.get("client-key"), path)
     if user.get("client-certificate-data"):
         cert = _materialise(user["client-certificate-data"], ".crt.pem", path, f"{user_where}.client-certificate-data")
     if user.get("client-key-data"):
         key = _materialise(user["client-key-data"], ".key.pem", path, f"{user_where}.client-key-data")
+    token = user.get("token")
+    if not token and user.get("tokenFile"):
+        token = credentials.token_file(user["tokenFile"], Path(path), user_where)
+    if user.get("auth-provider"):
+        raise errors.ConfigError(str(path), [f"{user_where}.auth-provider: auth providers were removed from "
+                                             "Kubernetes clients (1.26); gpulab speaks exec credential plugins"],
+                                 hint="regenerate the kubeconfig with your cloud's exec plugin (for example "
+                                 "gke-gcloud-auth-plugin or kubelogin), or use a token-based kubeconfig")
+    if user.get("exec") is not None and not token and not cert:
+        issued = credentials.run_plugin(user["exec"], Path(path), user_where, cl)
+        token = issued.token
+        if issued.cert_pem and issued.key_pem:
+            cert = _materialise(_pem_b64(issued.cert_pem), ".crt.pem", path, f"{user_where}.exec")
+            key = _materialise(_pem_b64(issued.key_pem), ".key.pem", path, f"{user_where}.exec")
     return Connection(
         server=cl["server"],
         ca_file=ca,
         cert_file=cert,
         key_file=key,
-        token=user.get("token"),
+        token=token,
         namespace=str(ctx.get("namespace") or "default"),
         insecure=bool(cl.get("insecure-skip-tls-verify", False)),
     )

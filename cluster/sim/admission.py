@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster import errors
+from cluster.sim import checkpoint as checkpoint_mod
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,14 @@ class Decision:
 
 @dataclass(frozen=True)
 class Context:
-    """What a hook may look at: the node, and the pods already admitted to it (from the agent's cache)."""
+    """What a hook may look at: the node, the pods already admitted to it (from the agent's cache), and the
+    kubelet's own record of the devices they hold (``checkpoint``: the only source a device decision may use;
+    pods' annotations are writable by tenants)."""
 
     node: Mapping[str, Any]
     pods_on_node: Sequence[Mapping[str, Any]]
     client: Any = None  # the agent's AsyncClient, for hooks that must read other objects (DRA claims)
+    checkpoint: checkpoint_mod.DeviceCheckpoint = field(default_factory=checkpoint_mod.DeviceCheckpoint)
 
 
 Hook = Callable[[Mapping[str, Any], Context], Awaitable[Decision | None]]

@@ -4,6 +4,8 @@ A bound pod is first offered to the admission hooks (``cluster.sim.admission``);
 with the hook's reason and message, as a real kubelet does. Otherwise it goes Running with conditions, container
 statuses and a pod IP. Pods owned by a Job, or annotated ``gpulab.dev/run-seconds``, complete after that time
 (exit code from ``gpulab.dev/exit-code``, default 0). A pod being deleted is finished with grace period 0.
+Like the kubelet's device manager, it keeps which devices each admitted pod holds in a checkpoint file
+(``--device-checkpoint``, in the state dir), read back when it restarts and released when a pod ends.
 It must not bind pods: placement is the real kube-scheduler's alone.
 """
 
@@ -14,12 +16,13 @@ import asyncio
 import hashlib
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 from cluster import errors
 from cluster.kube import kubeconfig
 from cluster.kube.client import AsyncClient
-from cluster.sim import admission, informer, nodes, runner
+from cluster.sim import admission, checkpoint, informer, nodes, runner
 from cluster.sim.gpu import events
 
 log = logging.getLogger("gpulab.pod-agent")
@@ -118,9 +121,11 @@ def run_seconds(pod: dict[str, Any]) -> float | None:
 
 
 class PodAgent:
-    def __init__(self, client: AsyncClient, hooks: list[admission.Hook]) -> None:
+    def __init__(self, client: AsyncClient, hooks: list[admission.Hook],
+                 devices: checkpoint.DeviceCheckpoint | None = None) -> None:
         self.client = client
         self.hooks = hooks
+        self.devices = devices or checkpoint.DeviceCheckpoint()
         self.recorder = events.Recorder(client, "kubelet")
         self.node_informer = informer.Informer(client, "/api/v1/nodes", self.on_node)
         self.pod_informer = informer.Informer(client, "/api/v1/pods", self.on_pod, fieldSelector="spec.nodeName!=")
@@ -200,7 +205,9 @@ class PodAgent:
         others = [p for k, p in self.pod_informer.cache.items()
                   if p["spec"].get("nodeName") == name and k != informer.key_of(pod)
                   and p.get("status", {}).get("phase") in ("Running", "Pending")]
-        ctx = admission.Context(node=node, pods_on_node=others, client=self.client)
+        if self.pod_informer.synced.is_set():  # during the first list the cache is partial: release nothing yet
+            self.devices.release(name, {str(p["metadata"]["uid"]) for p in [pod, *others]})
+        ctx = admission.Context(node=node, pods_on_node=others, client=self.client, checkpoint=self.devices)
         merged: dict[str, str] = {}
         for hook in self.hooks:
             decision = await hook(pod, ctx)
@@ -241,14 +248,17 @@ class PodAgent:
 async def _main(args: argparse.Namespace) -> None:
     client = AsyncClient(kubeconfig.load(args.kubeconfig))
     hooks = admission.load_hooks(args.hooks)
+    devices = checkpoint.DeviceCheckpoint(Path(args.device_checkpoint) if args.device_checkpoint else None)
     await runner.retry_until_api(client)
-    await PodAgent(client, hooks).run()
+    await PodAgent(client, hooks, devices).run()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--hooks", default=DEFAULT_HOOKS, help="comma-separated module:function admission hooks")
+    parser.add_argument("--device-checkpoint", default="",
+                        help="the device-manager checkpoint file (default: kept in memory only)")
     runner.run(_main(parser.parse_args()))
 
 

@@ -16,12 +16,14 @@ log = logging.getLogger("gpulab.agent")
 
 
 async def retry_until_api(client: AsyncClient, timeout: float = 120.0) -> None:
-    """Wait until the API server answers /readyz; agents may start before it is fully up."""
+    """Wait until the API server answers /readyz and lets us list nodes; agents may start before it is fully up,
+    and on a cluster bootstrapped without the etcd seed before ``up`` has made their ClusterRoleBinding."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
         try:
             await client.request("GET", "/readyz")
+            await client.request("GET", "/api/v1/nodes", params={"limit": "1"})
             return
         except errors.CourseError as exc:
             if loop.time() > deadline:

@@ -1,7 +1,8 @@
 """nbgrader configuration for the gpulab labs (run nbgrader commands from this folder).
 
-Grading runs without a lab cluster: every graded cell grades the learner's evidence bundle offline, so a short
-cell timeout is enough. `gpulab course nbgrader-demo` runs the whole round trip in a copy of this folder.
+Autograde with `labs.nbgrader_autograde` (as `gpulab course nbgrader-demo` does), not `nbgrader autograde`: the
+grade is computed by replaying the learner's evidence on the grader's own cluster, in the grader's process, and
+the learner's notebook runs confined (labs.sandbox). generate_assignment and generate_feedback are nbgrader's.
 """
 
 import os
@@ -15,7 +16,7 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 c.GenerateAssignment.create_assignment = True
 c.Autograde.create_student = True
 
-# No cluster is needed to grade: evidence bundles are read offline. A slow cell means something is wrong.
+# Only used if someone runs `nbgrader autograde` by hand: the notebooks hold no grading code.
 c.Execute.timeout = 30
 c.Execute.interrupt_on_timeout = True
 

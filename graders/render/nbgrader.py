@@ -28,6 +28,7 @@ def report_text(report: findings.Report) -> str:
         lines.append(f"- {check.id}: {check.message}")
         if check.hint:
             lines.append(f"  Hint: {check.hint}")
+    lines.extend(f"Note: {note}" for note in report.notes)
     return "\n".join(lines)
 
 

@@ -43,6 +43,8 @@ def print_report(report: findings.Report, console: Console) -> None:
         console.print(f"  {mark} {escape(check.id)} ({check.points:g} pt)  {escape(check.message)}", soft_wrap=True)
         if not check.passed and check.hint:
             console.print(f"      [dim]hint:[/dim] {escape(check.hint)}", style="green", soft_wrap=True)
+    for note in report.notes:
+        console.print(f"  [dim]note:[/dim] {escape(note)}", soft_wrap=True)
 
 
 def _plain_console(buffer: io.StringIO) -> Console:

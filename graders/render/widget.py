@@ -51,7 +51,8 @@ def report_html(report: findings.Report) -> str:
     title = f"<p><b>{html.escape(report.lab)}: {report.score:g}/{report.max_score:g}</b></p>"
     head = "<tr>" + _cell("", _TEXT, "th") + _cell("check", _TEXT, "th") + _cell("points", _NUMBER, "th") \
         + _cell("result and hint", _TEXT, "th") + "</tr>"
-    return f"{title}<table>{head}{''.join(rows)}</table>"
+    notes = "".join(f"<p style='text-align:left'><i>note: {html.escape(n)}</i></p>" for n in report.notes)
+    return f"{title}<table>{head}{''.join(rows)}</table>{notes}"
 
 
 def lint_widget(result: findings.LintResult) -> Any:

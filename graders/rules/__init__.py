@@ -13,6 +13,7 @@ from types import ModuleType
 from graders import findings, source
 from graders.rules import (
     base,
+    cluster_policy,
     confusables,
     device_plugin,
     document_kind,
@@ -49,6 +50,7 @@ _MODULES: tuple[ModuleType, ...] = (
     resource_quota,
     priority,
     device_plugin,
+    cluster_policy,
     mig_parted,
     dra_shape,
     dra_cel,

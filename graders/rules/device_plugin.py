@@ -65,6 +65,8 @@ def _config(doc: source.Document) -> Iterator[findings.Finding]:
         yield base.emit(doc, _locate(data, exc.plugin_message), "device-plugin-config/crash",
                         message=exc.plugin_message, crash=exc.crash_message)
         return
+    if doc.embedded_in:  # DP cmd/config-manager/main.go: nothing watches the files (reference section 9)
+        yield base.emit(doc, (), "device-plugin-config/reload-needs-restart")
     if config.sharing_strategy == "mps" and root_from_deployment:
         yield base.emit(doc, ("sharing",), "device-plugin-config/mps-root-from-deployment")
     yield from _ignored(doc, config)

@@ -6,6 +6,12 @@ bundle, each typical wrong submission laid over the solution with the solved bun
 damaged bundle (graded as broken, never fatal); ``batch_rate`` times ``labs.grade_batch`` over them after one
 warm-up pass. No cluster is involved.
 
+Replay grading (``replay_batch``): the same rotation for lab 04a, graded by ``gpulab grade --batch``'s path:
+the grader's own cluster is started, every submission is replayed on it in a limited child process, and the
+CSV is written row by row; the figure is the wall time of the whole batch, the cluster's start included.
+The solved evidence is the lab's solution files with the actions of its solve steps (what ``lab.submit``
+records after ``lab.solve``); the untouched one is the starter files with no actions.
+
 Lint throughput: each generated submission is a folder of typical lab manifests (a GPU Deployment, a Job, a
 device-plugin ConfigMap, a DRA claim template with CEL selectors, a ResourceQuota, a PriorityClass) with a
 different mix of mistakes, linted one at a time (one CEL compiler process per submission when ``celcheck`` is
@@ -24,8 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cluster.gpu import cel
-from graders import context, lint
-from labs import catalog, grading
+from graders import bundle as bundle_mod, context, lint
+from labs import catalog, grading, replay
+from labs.grader_cluster import GraderCluster
 
 DAMAGED_BUNDLE = '{"kind": "gpulab.dev/EvidenceBundle", "bundleVersion": 1, "cut'
 
@@ -228,3 +235,49 @@ def batch_rate(lab_id: str, folder: Path, *, compile_cel: bool = True) -> BatchT
         shutil.rmtree(scratch, ignore_errors=True)
     full = sum(1 for r in result.rows if r.report is not None and r.report.passed)
     return BatchTiming(lab_id, len(result.rows), elapsed, full, result.broken)
+
+
+# -- replay grading ----------------------------------------------------------------------------------------
+
+REPLAY_LAB = "04a-time-slicing"
+REPLAY_TARGET_S = 600.0
+
+
+@dataclass(frozen=True)
+class ReplayTiming:
+    lab: str
+    submissions: int
+    seconds: float  # the whole batch, the grader's cluster start included
+    start_seconds: float
+    full_marks: int
+    broken: int
+
+
+def replay_bundles(lab_id: str, folder: Path) -> tuple[Path, Path]:
+    """(solved, untouched) evidence bundles as ``lab.submit`` writes them, with no recorded cluster state."""
+    spec = catalog.get(lab_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name, source, actions in (("solved", "solution", replay.solve_actions(spec)), ("untouched", "starter", [])):
+        cluster: dict[str, object] = {k: [] for k in bundle_mod.LIST_KEYS}
+        cluster["clusterPolicy"] = None
+        data = {"kind": bundle_mod.KIND, "bundleVersion": bundle_mod.BUNDLE_VERSION, "lab": lab_id,
+                "scope": {"namespaces": list(spec.scope.namespaces)}, "actions": actions, "cluster": cluster,
+                "manifests": {n: (spec.directory / source / n).read_text(encoding="utf-8") for n in spec.files}}
+        out.append(bundle_mod.write(folder / f"{name}.json", data))
+    return out[0], out[1]
+
+
+def replay_batch(root: Path, count: int, wrongs: Sequence[Path] = (), lab_id: str = REPLAY_LAB) -> ReplayTiming:
+    """Start the grader's cluster in ``root`` and replay-grade a class of ``count`` submissions of ``lab_id``."""
+    solved, untouched = replay_bundles(lab_id, root / "bundles")
+    folder = root / "class"
+    folder.mkdir(parents=True)
+    write_class(lab_id, folder, count, solved, untouched, wrongs)
+    started = time.perf_counter()
+    with GraderCluster(catalog.get(lab_id).fleet, root=root / "state") as gc:
+        up = time.perf_counter() - started
+        result = grading.grade_batch(lab_id, folder, root / "grades.csv", replay=gc.client)
+        elapsed = time.perf_counter() - started
+    full = sum(1 for r in result.rows if r.report is not None and r.report.passed)
+    return ReplayTiming(lab_id, len(result.rows), elapsed, up, full, result.broken)

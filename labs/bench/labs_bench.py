@@ -93,6 +93,7 @@ def grading_throughput(recorded: Recorded, count: int, root: Path, tag: str = ""
     t = grading_bench.batch_rate(LAB, folder)
     return Figure(f"offline grading throughput, {count} submissions{tag}", round(t.per_second, 1), "submissions/s",
                   20.0, higher_is_better=True,
-                  note=f"labs.grade_batch on lab {LAB}: solution, starter and {len(wrongs)} typical wrong "
-                       f"submissions in rotation, 1 in 50 with a damaged bundle, evidence recorded on the benchmark "
-                       f"cluster; {t.full_marks} full marks, {t.broken} broken")
+                  note=f"labs.grade_batch on lab {LAB} without a grader's cluster (the checks on files; cluster "
+                       f"checks are graded by replay, see the replay figure): solution, starter and {len(wrongs)} "
+                       f"typical wrong submissions in rotation, 1 in 50 with a damaged bundle, each in a limited "
+                       f"child process; {t.full_marks} full marks, {t.broken} broken")

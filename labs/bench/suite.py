@@ -35,7 +35,7 @@ from labs.bench.figures import Figure, Report, not_measured
 
 log = logging.getLogger(__name__)
 
-SECTIONS = ("starter", "grading", "scale", "notebooks")
+SECTIONS = ("starter", "grading", "replay", "scale", "notebooks")
 LABEL_NODE = "a100-0"
 CLI_START = "`gpulab up` from a shell, starter fleet, to the command's exit"
 FIRST_START = "first start on a machine (makes the etcd seed), starter fleet"
@@ -161,6 +161,22 @@ def _grading(run: _Run) -> None:
                                             f"median {t.median_ms:.0f} ms, p95 {t.p95_ms:.0f} ms"))
 
 
+def _replay_name(plan: Plan) -> str:
+    return (f"replay grading, {plan.submissions} submissions of {grading_bench.REPLAY_LAB}, "
+            f"grader's cluster start included{plan.tag()}")
+
+
+def _replay(run: _Run) -> None:
+    n = run.plan.submissions
+    t = grading_bench.replay_batch(run.root / "replay", n, labs_bench.wrong_submissions(grading_bench.REPLAY_LAB))
+    run.figures.append(Figure(
+        _replay_name(run.plan), round(t.seconds, 1), "s", None if run.plan.quick else grading_bench.REPLAY_TARGET_S,
+        note=f"gpulab grade --batch's path: the grader's cluster started ({t.start_seconds:.1f} s), each submission "
+             f"reset and replayed there in a limited child process, CSV row by row; solution, starter and typical "
+             f"wrong submissions in rotation, 1 in 50 damaged; {t.full_marks} full marks, {t.broken} broken; "
+             f"{(t.seconds - t.start_seconds) / max(1, t.submissions):.2f} s per submission"))
+
+
 def _grading_name(plan: Plan) -> str:
     return f"offline grading throughput, {plan.submissions} submissions{plan.tag()}"
 
@@ -242,6 +258,9 @@ def run(quick: bool = False, *, sections: Iterable[str] = SECTIONS,
                       _starter_planned(plan))
         if "grading" in wanted:
             r.section("offline grading", lambda: _grading(r), _grading_planned(plan), needs_cluster=False)
+        if "replay" in wanted:
+            r.section("replay grading", lambda: _replay(r),
+                      [Figure(_replay_name(plan), None, "s", None if plan.quick else grading_bench.REPLAY_TARGET_S)])
         if "scale" in wanted:
             r.section(f"{plan.scale_nodes}-node fleet", lambda: _scale(r), _scale_planned(plan))
         if "notebooks" in wanted:

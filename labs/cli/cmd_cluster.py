@@ -13,7 +13,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from cluster import backends, binaries, errors, fleet as fleet_mod, versions
+from cluster import backends, binaries, errors, fleet as fleet_mod, nvidiabuild, versions
+from cluster.backends import guard
+from cluster.gpu import clusterpolicy_crd
 from cluster.backends.base import ClusterStatus
 from cluster.backends.local import LocalBackend
 from cluster.kube.client import Client
@@ -174,6 +176,21 @@ def register(cli: click.Group) -> None:
             raise errors.BinariesUnavailable("the binaries are not in the cache", hint="gpulab binaries ensure")
         click.echo(str(found.directory))
 
+    @binaries_group.command("crd")
+    @click.option("--check", is_flag=True, help="Compare with the committed CRD instead of printing; exit 1 if it differs.")
+    def crd(check: bool) -> None:
+        """Regenerate NVIDIA's ClusterPolicy CRD with the pinned controller-gen (needs Go and the module proxy).
+
+        Prints the file to commit as cluster/gpu/crds/nvidia.com_clusterpolicies.yaml."""
+        text = nvidiabuild.crd_header() + nvidiabuild.generate_clusterpolicy_crd(binaries.cache_dir(), RichProgress())
+        if not check:
+            click.echo(text, nl=False)
+            return
+        if text != clusterpolicy_crd.CRD_PATH.read_text():
+            raise errors.ConfigError(str(clusterpolicy_crd.CRD_PATH), ["differs from what controller-gen generates"],
+                                     hint="gpulab binaries crd > cluster/gpu/crds/nvidia.com_clusterpolicies.yaml")
+        click.echo(f"{clusterpolicy_crd.CRD_PATH}: identical to controller-gen {versions.CONTROLLER_TOOLS_VERSION}'s output")
+
     @cli.group()
     def node() -> None:
         """Act on simulated nodes."""
@@ -184,6 +201,7 @@ def register(cli: click.Group) -> None:
     def heartbeat(name: str, state: str) -> None:
         """Stop or resume a simulated node's kubelet heartbeat (NotReady comes from the node lifecycle controller)."""
         be = backends.current()
+        guard.refuse_if_attach(be, f"turn the heartbeat of node {name} {state} (an annotation on the node)")
         with Client.from_kubeconfig(be.kubeconfig()) as client:
             value = None if state == "on" else "stopped"
             client.patch(f"/api/v1/nodes/{name}", {"metadata": {"annotations": {"gpulab.dev/heartbeat": value}}})

@@ -63,14 +63,17 @@ def course_group() -> None:
               help="Only these labs' assignments (repeatable); default: every lab.")
 @click.option("--course-dir", default=None, help="The nbgrader course folder (default: course/nbgrader).")
 @click.option("--workdir", default=None, help="Where to run it (default: a gpulab-nbgrader-demo temp folder).")
-def demo_cmd(assignments: tuple[str, ...], course_dir: str | None, workdir: str | None) -> None:
-    """generate_assignment -> a solved and a mistaken submission -> autograde -> generate_feedback."""
+@click.option("--replay-on", "replay_on", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="Replay on this running cluster (a kubeconfig) instead of starting the grader's own.")
+def demo_cmd(assignments: tuple[str, ...], course_dir: str | None, workdir: str | None,
+             replay_on: Path | None) -> None:
+    """generate_assignment -> a solved and a mistaken submission -> replay autograde -> generate_feedback."""
     source = _course_dir(course_dir)
     labs_wanted = list(assignments) or catalog.ids()
     for lab_id in labs_wanted:
         catalog.get(lab_id)
     target = Path(workdir) if workdir else Path(tempfile.gettempdir()) / "gpulab-nbgrader-demo"
-    results = cn.round_trip(source, target, labs_wanted, lambda text: click.echo(f"... {text}"))
+    results = cn.round_trip(source, target, labs_wanted, lambda text: click.echo(f"... {text}"), replay_on=replay_on)
     _print(results, source, target)
     problems = _verdict(results)
     if problems:

@@ -1,4 +1,7 @@
-"""GPU stack commands: ``gpulab gpu-operator install|uninstall|status`` and ``gpulab fault inject|clear``."""
+"""GPU stack commands: ``gpulab gpu-operator install|uninstall|status`` and ``gpulab fault inject|clear``.
+
+Every command that changes the cluster refuses on an attached cluster (``guard.refuse_if_attach``): there the
+NVIDIA names are the real GPU stack's. ``status`` only reads, and works everywhere."""
 
 from __future__ import annotations
 
@@ -7,12 +10,17 @@ from rich.console import Console
 from rich.table import Table
 
 from cluster import backends
+from cluster.backends import guard
 from cluster.kube.client import Client
-from cluster.sim.gpu import hoststate, operator
+from cluster.sim.gpu import hoststate, names, operator
 
 
-def _client() -> Client:
-    return Client.from_kubeconfig(backends.current().kubeconfig())
+def _client(change: str | None = None) -> Client:
+    """A client for the current cluster; ``change`` (what the command would change) is refused on attach."""
+    be = backends.current()
+    if change:
+        guard.refuse_if_attach(be, change)
+    return Client.from_kubeconfig(be.kubeconfig())
 
 
 def _print_status(st: operator.OperatorStatus, console: Console) -> None:
@@ -42,14 +50,16 @@ def register(cli: click.Group) -> None:
     @click.option("--timeout", default=90.0, show_default=True, help="Seconds to wait for ready.")
     def install(no_wait: bool, timeout: float) -> None:
         """Install the operator: namespace, ClusterPolicy CRD and default policy, MIG config, DRA classes."""
-        with _client() as client:
+        with _client(f"install the GPU Operator (the {names.NAMESPACE} namespace, the {names.CRD_NAME} CRD, "
+                     "the ClusterPolicy and the GPU nodes' labels)") as client:
             state = operator.install(client, wait=not no_wait, timeout=timeout)
         click.echo(f"gpu-operator installed; ClusterPolicy cluster-policy: {state or 'pending'}")
 
     @gpu_operator.command()
     def uninstall() -> None:
         """Remove the operator and everything it put on nodes (MIG layouts stay, like on real GPUs)."""
-        with _client() as client:
+        with _client(f"uninstall the GPU Operator (deleting the {names.NAMESPACE} namespace, the "
+                     f"{names.CRD_NAME} CRD and the GPU nodes' labels)") as client:
             operator.uninstall(client)
         click.echo("gpu-operator uninstalled")
 
@@ -66,7 +76,13 @@ def register(cli: click.Group) -> None:
 
     @cli.group()
     def fault() -> None:
-        """Inject or clear simulated GPU faults (stored on the node; every component sees them)."""
+        """Inject or clear simulated GPU faults (stored on the node; every component sees them).
+
+        One kind per step of the operator's validation chain: driver-missing and nouveau-bound (driver),
+        toolkit-misconfigured (toolkit) keep the device plugin from starting; cuda-validation-failing and
+        plugin-validation-failing only stall the validator pod and the ClusterPolicy, the GPUs stay
+        allocatable. gpu-unhealthy --gpu N marks one GPU unhealthy (allocatable drops, capacity stays).
+        """
 
     kinds = click.Choice(hoststate.FAULT_KINDS)
 
@@ -76,7 +92,7 @@ def register(cli: click.Group) -> None:
     @click.option("--gpu", type=int, default=None, help="gpu-unhealthy: which GPU (default 0).")
     def inject(node: str, kind: str, gpu: int | None) -> None:
         """Inject fault KIND on NODE."""
-        with _client() as client:
+        with _client(f"inject fault {kind} on node {node}") as client:
             now = operator.set_fault(client, node, kind, gpu, True)
         click.echo(f"{node}: faults now {sorted(now.kinds) or 'none'}"
                    + (f", unhealthy GPUs {sorted(now.unhealthy)}" if now.unhealthy else ""))
@@ -87,7 +103,7 @@ def register(cli: click.Group) -> None:
     @click.option("--gpu", type=int, default=None, help="gpu-unhealthy: which GPU (default: all).")
     def clear(node: str, kind: str, gpu: int | None) -> None:
         """Clear fault KIND on NODE."""
-        with _client() as client:
+        with _client(f"clear fault {kind} on node {node}") as client:
             now = operator.set_fault(client, node, kind, gpu, False)
         click.echo(f"{node}: faults now {sorted(now.kinds) or 'none'}"
                    + (f", unhealthy GPUs {sorted(now.unhealthy)}" if now.unhealthy else ""))

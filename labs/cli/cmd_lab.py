@@ -1,14 +1,17 @@
 """``gpulab lab list|show|start|apply|check|solve|reset|submit|stop`` and ``gpulab grade``.
 
-``gpulab grade`` is for instructors' scripts: exit code 0 whenever grading ran, whatever the learner scored;
+``gpulab grade`` is for instructors' scripts; it replays each submission on a cluster of its own (see
+``labs.replay``): exit code 0 whenever grading ran, whatever the learner scored;
 1 (one message, no traceback) only when grading itself could not run. ``--json`` prints exactly
 ``{"lab", "passed", "score", "max_score", "checks": [{"id", "passed", "points", "message", "hint"}]}``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -19,6 +22,7 @@ import labs
 from graders.render import json as json_render
 from graders.render import terminal
 from labs import grading, runtime
+from labs.grader_cluster import GraderCluster
 
 
 def register(cli: click.Group) -> None:
@@ -137,38 +141,69 @@ def submit_cmd(lab_id: str, out: Path | None) -> None:
 @click.option("--submission", type=click.Path(path_type=Path), default=None,
               help="A folder with the learner's files (and evidence.json), or a bundle file.")
 @click.option("--bundle", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="The evidence bundle to grade the cluster checks on (offline).")
+              help="The evidence bundle whose actions are replayed with the files.")
 @click.option("--live", is_flag=True, help="Grade the cluster checks on the live lab cluster.")
+@click.option("--static", is_flag=True, help="Grade only the checks on files (no cluster, nothing replayed).")
+@click.option("--replay-on", "replay_on", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="Replay on this cluster (a kubeconfig) instead of starting the grader's own.")
 @click.option("--batch", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="A folder with one submission per subfolder (or *.json bundles); writes a CSV.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="--batch: where to write the CSV (default DIR/grades-LAB_ID.csv).")
+@click.option("--time-limit", type=click.FloatRange(1, 3600), default=grading.DEFAULT_TIME_LIMIT_S, show_default=True,
+              help="--batch: seconds one submission may take.")
+@click.option("--memory-limit", type=click.IntRange(128, 65536), default=grading.DEFAULT_MEMORY_LIMIT_MB,
+              show_default=True, help="--batch: MiB of memory one submission may use.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def grade_command(lab_id: str, submission: Path | None, bundle: Path | None, live: bool, batch: Path | None,
-                  csv_path: Path | None, as_json: bool) -> None:
-    """Grade a submission of LAB_ID (offline from files and an evidence bundle, or --live).
+def grade_command(lab_id: str, submission: Path | None, bundle: Path | None, live: bool, static: bool,
+                  replay_on: Path | None, batch: Path | None, csv_path: Path | None, time_limit: float,
+                  memory_limit: int, as_json: bool) -> None:
+    """Grade a submission of LAB_ID.
 
-    Without a bundle or --live, only the checks on the files are graded.
+    The cluster checks are graded by replaying the learner's work (files and the bundle's actions) on a
+    cluster the grader owns, started once for the whole run; never from the cluster state a bundle records.
+    --static grades only the checks on files; --live reads the lab cluster.
     """
     if (submission is None) == (batch is None):
         raise click.UsageError("give either --submission PATH or --batch DIR")
+    if sum((live, static, replay_on is not None)) > 1:
+        raise click.UsageError("choose one of --live, --static and --replay-on")
     if batch is not None:
         if bundle or live:
             raise click.UsageError("--bundle and --live apply to one --submission, not to --batch")
-        _batch(lab_id, batch, csv_path, as_json)
+        with _grader(lab_id, static, replay_on) as cluster:
+            _batch(lab_id, batch, csv_path, as_json, cluster, time_limit, memory_limit)
         return
-    if bundle and live:
-        raise click.UsageError("grade the cluster checks either from --bundle or --live, not both")
     assert submission is not None
-    report = labs.grade(lab_id, submission, bundle=bundle, live=live)
+    if live:
+        report = labs.grade(lab_id, submission, bundle=bundle, live=True)
+    else:
+        labs.get(lab_id)  # an unknown lab is one message before any cluster starts
+        with _grader(lab_id, static, replay_on) as cluster:
+            if cluster is None:
+                report = labs.grade(lab_id, submission, bundle=bundle)
+            else:
+                with cluster.client() as client:
+                    report = labs.grade(lab_id, submission, bundle=bundle, replay=client)
     if as_json:
         sys.stdout.write(json_render.report(report))
     else:
         terminal.print_report(report, Console(highlight=False))
 
 
-def _batch(lab_id: str, folder: Path, csv_path: Path | None, as_json: bool) -> None:
-    result = grading.grade_batch(lab_id, folder, csv_path)
+@contextlib.contextmanager
+def _grader(lab_id: str, static: bool, replay_on: Path | None) -> Iterator[GraderCluster | None]:
+    if static:
+        yield None
+        return
+    with GraderCluster(labs.get(lab_id).fleet, kubeconfig=replay_on) as cluster:
+        yield cluster
+
+
+def _batch(lab_id: str, folder: Path, csv_path: Path | None, as_json: bool, cluster: GraderCluster | None,
+           time_limit: float, memory_limit: int) -> None:
+    result = grading.grade_batch(lab_id, folder, csv_path, replay=cluster.client if cluster else None,
+                                 time_limit_s=time_limit, memory_limit_mb=memory_limit)
     graded = [r for r in result.rows if r.report is not None]
     passed = sum(1 for r in graded if r.report is not None and r.report.passed)
     mean = sum(r.report.score for r in graded if r.report is not None) / len(graded) if graded else 0.0

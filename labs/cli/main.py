@@ -60,8 +60,8 @@ class LazyGroup(click.Group):
 
 
 VERSION_MESSAGE = (f"%(prog)s %(version)s (control plane: Kubernetes {versions.KUBERNETES_VERSION}, "
-                   f"etcd {versions.ETCD_VERSION})"
-                   f"\nNVIDIA k8s-device-plugin {versions.NVIDIA_DEVICE_PLUGIN_VERSION} (config decoder referee)")
+                   f"etcd {versions.ETCD_VERSION}; NVIDIA referees: "
+                   + ", ".join(f"{name} {pin}" for name, pin in versions.NVIDIA_PINS) + ")")
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -33,9 +33,9 @@ def _private_cache(tmp: Path) -> Path:
 def test_dpcheck_builds_from_a_clean_folder_and_decodes_like_the_plugin(tmp_path: Path) -> None:
     cache = _private_cache(tmp_path)
     binary = gobuild.build_standalone(cache, "dpcheck", progress.LogProgress())
-    assert binary.name == f"dpcheck-{versions.NVIDIA_DEVICE_PLUGIN_VERSION}"
+    assert binary.name == f"dpcheck-{versions.DEVICE_PLUGIN_VERSION}"
     out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30, check=True)
-    assert out.stdout.strip() == versions.NVIDIA_DEVICE_PLUGIN_VERSION  # the module the binary really links
+    assert out.stdout.strip() == versions.DEVICE_PLUGIN_VERSION  # the module the binary really links
     ok, empty, bad_flag = dpcheck.check([
         ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 4.0\n      replica: 8\n", ()),
         ("version: v1\nsharing:\n  timeSlicing:\n", ()),

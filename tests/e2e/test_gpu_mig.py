@@ -1,5 +1,6 @@
-"""MIG on the real control plane: the nvidia.com/mig.config contract, mixed-strategy resources, eviction, an
-impossible layout, a T4 that is not MIG capable, and time-sliced MIG devices (28 per GPU)."""
+"""MIG on the real control plane: the nvidia.com/mig.config contract, mixed-strategy resources, paused operands,
+a busy GPU that makes the change fail (user pods are never evicted), an impossible layout, a T4 that is not MIG
+capable, and time-sliced MIG devices (28 per GPU)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pytest
 
 from cluster.kube.client import Client
 from cluster.sim.gpu import manifests, names
-from gpu_e2e import (configmap, create_pod, delete, ext, gpu_operator, gpu_pod, label, labels, set_device_plugin_config,
-                     set_mig_strategy, wait_ext, wait_for, wait_phase)
+from gpu_e2e import (configmap, create_pod, delete, ext, gpu_operator, gpu_pod, label, labels, operand_pods, pod,
+                     set_device_plugin_config, set_mig_strategy, wait_ext, wait_for, wait_phase)
 
 __all__ = ["gpu_operator"]
 NODE = "a100-1"
@@ -49,25 +50,58 @@ def mixed(gpu_operator: Client) -> Iterator[Client]:
         wait_ext(client, NODE, {"nvidia.com/gpu": "4"}, "allocatable")
 
 
-def test_all_1g_10gb_mixed_gives_7_per_gpu_and_evicts_gpu_pods(mixed: Client, namespace: str) -> None:
-    """§3/§2: pending (GPU clients paused, GPU pods evicted) -> success; nvidia.com/mig-1g.10gb 7 per GPU and no
-    nvidia.com/gpu; MIG parents keep gpu.replicas=0."""
+def test_all_1g_10gb_mixed_gives_7_per_gpu_and_pauses_operands(mixed: Client) -> None:
+    """§3/§2/§9: pending (the operator's GPU clients paused, their pods gone) -> success; nvidia.com/mig-1g.10gb 7
+    per GPU and no nvidia.com/gpu; MIG parents keep gpu.replicas=0; operand pods and deploy labels come back."""
     client = mixed
     wait_ext(client, NODE, {"nvidia.com/gpu": "4"}, "allocatable")
-    create_pod(client, namespace, gpu_pod("holder", {"nvidia.com/gpu": "1"}, NODE))
-    wait_phase(client, namespace, "holder", "Running")
+    plugin_before = operand_pods(client, NODE)["nvidia-device-plugin-daemonset"]["metadata"]["uid"]
+    validator_before = operand_pods(client, NODE)["nvidia-operator-validator"]["metadata"]["uid"]
     label(client, NODE, names.MIG_CONFIG, "all-1g.10gb")
     seen = wait_for(lambda: (l := labels(client, NODE)).get(names.MIG_CONFIG_STATE) == "pending" and l, 10,
                     interval=0.05, what="state pending")
-    assert seen[names.DEPLOY_PREFIX + "device-plugin"] == names.PAUSED
-    wait_for(lambda: not any(p["metadata"]["name"] == "holder" for p in
-                             client.get(f"/api/v1/namespaces/{namespace}/pods")["items"]), 15, what="holder evicted")
+    for operand in ("device-plugin", "gpu-feature-discovery", "dcgm-exporter"):
+        assert seen[names.DEPLOY_PREFIX + operand] == names.PAUSED
+    wait_for(lambda: "nvidia-device-plugin-daemonset" not in operand_pods(client, NODE)
+             or labels(client, NODE).get(names.MIG_CONFIG_STATE) == "success", 15, what="plugin pod gone")
     apply_config(client, "all-1g.10gb")
     wait_ext(client, NODE, {"nvidia.com/mig-1g.10gb": "28"})
     wait_ext(client, NODE, {"nvidia.com/mig-1g.10gb": "28"}, "allocatable")
     after = labels(client, NODE)
     assert after[names.DEPLOY_PREFIX + "device-plugin"] == "true"
     assert after["nvidia.com/gpu.replicas"] == "0" and after["nvidia.com/mig-1g.10gb.count"] == "28"
+    back = wait_for(lambda: (p := operand_pods(client, NODE)).get("nvidia-device-plugin-daemonset")
+                    and p.get("nvidia-operator-validator") and p, 15, what="plugin and validator pods back")
+    assert back["nvidia-device-plugin-daemonset"]["metadata"]["uid"] != plugin_before
+    assert back["nvidia-operator-validator"]["metadata"]["uid"] != validator_before  # restartValidatorPod
+
+
+def test_reconfiguration_never_evicts_a_running_mig_pod(mixed: Client, namespace: str) -> None:
+    """§9: a Running pod on a MIG instance survives a mig.config change; the driver refuses the busy GPU, the state
+    becomes failed and the deploy labels return to true. Once the pod is gone, a new mig-manager pod applies the
+    same label and it succeeds."""
+    client = mixed
+    apply_config(client, "all-1g.10gb")
+    wait_ext(client, NODE, {"nvidia.com/mig-1g.10gb": "28"}, "allocatable")
+    create_pod(client, namespace, gpu_pod("holder", {"nvidia.com/mig-1g.10gb": "1"}, NODE))
+    running = wait_phase(client, namespace, "holder", "Running")
+    apply_config(client, "all-3g.40gb", expect="failed")
+    failure = json.loads(client.get(f"/api/v1/nodes/{NODE}")["metadata"]["annotations"][names.MIG_FAILURE])
+    assert "In use by another client" in failure["reason"], failure
+    still = pod(client, namespace, "holder")
+    assert still["metadata"]["uid"] == running["metadata"]["uid"] and still["status"]["phase"] == "Running"
+    assert not still["metadata"].get("deletionTimestamp")
+    restored = labels(client, NODE)
+    for operand in ("device-plugin", "gpu-feature-discovery", "dcgm-exporter"):
+        assert restored[names.DEPLOY_PREFIX + operand] == "true"
+    delete(client, f"/api/v1/namespaces/{namespace}/pods/holder")
+    wait_for(lambda: not any(p["metadata"]["name"] == "holder"
+                             for p in client.get(f"/api/v1/namespaces/{namespace}/pods")["items"]), 20,
+             what="holder gone")
+    manager = operand_pods(client, NODE)["nvidia-mig-manager"]["metadata"]["name"]
+    delete(client, f"/api/v1/namespaces/{names.NAMESPACE}/pods/{manager}")
+    apply_config(client, "all-3g.40gb")
+    wait_ext(client, NODE, {"nvidia.com/mig-3g.40gb": "8"}, "allocatable")
 
 
 def test_all_balanced_gives_2_1_1_per_gpu(mixed: Client) -> None:

@@ -80,17 +80,48 @@ def test_unhealthy_gpu_lowers_allocatable_and_capacity_stays(gpu_operator: Clien
     wait_ext(client, "a100-0", {"nvidia.com/gpu": "4"}, "allocatable")
 
 
-def test_validation_failing_keeps_the_gate_closed(gpu_operator: Client) -> None:
-    """docs validator gate: CUDA validation fails -> validator Init:CrashLoopBackOff, allocatable 0."""
+def _init_failing(client: Client, node: str, app: str, container: str) -> bool:
+    pod = operand_pods(client, node).get(app, {})
+    return any(c.get("name") == container and c.get("lastState", {}).get("terminated")
+               for c in pod.get("status", {}).get("initContainerStatuses", []))
+
+
+@pytest.mark.parametrize("kind, step", [("cuda-validation-failing", "cuda-validation"),
+                                        ("plugin-validation-failing", "plugin-validation")])
+def test_cuda_or_plugin_validation_failing_keeps_every_gpu_allocatable(gpu_operator: Client, kind: str,
+                                                                       step: str) -> None:
+    """reference §9: nothing waits for cuda-ready or plugin-ready. The validator crash-loops at that init step and
+    the ClusterPolicy is notReady, while the node keeps full capacity and allocatable."""
     client = gpu_operator
-    operator.set_fault(client, "t4-0", "validation-failing", None, True)
+    operator.set_fault(client, "t4-0", kind, None, True)
     try:
-        wait_ext(client, "t4-0", {"nvidia.com/gpu": "0"}, "allocatable")
-        wait_for(lambda: any(c.get("name") == "cuda-validation" and c.get("lastState", {}).get("terminated")
-                             for c in operand_pods(client, "t4-0")["nvidia-operator-validator"]["status"]
-                             .get("initContainerStatuses", [])), 20, what="cuda-validation failing")
+        wait_for(lambda: _init_failing(client, "t4-0", "nvidia-operator-validator", step), 20,
+                 what=f"{step} failing")
+        wait_for(lambda: operator.policy_state(client) == "notReady", 10, what="policy notReady")
+        assert ext(client, "t4-0") == {"nvidia.com/gpu": "1"} == ext(client, "t4-0", "allocatable")
+        assert operand_pods(client, "t4-0")["nvidia-device-plugin-daemonset"]["status"]["phase"] == "Running"
     finally:
-        operator.set_fault(client, "t4-0", "validation-failing", None, False)
+        operator.set_fault(client, "t4-0", kind, None, False)
+    wait_for(lambda: operator.policy_state(client) == "ready", 20, what="policy ready again")
+
+
+def test_toolkit_fault_keeps_the_plugin_from_starting(gpu_operator: Client) -> None:
+    """reference §9: the plugin's toolkit-validation init container waits for toolkit-ready, so a toolkit failure
+    keeps it in Init and the node hands out no GPUs."""
+    client = gpu_operator
+    operator.set_fault(client, "t4-0", "toolkit-misconfigured", None, True)
+    try:
+        def waiting() -> bool:
+            plugin = operand_pods(client, "t4-0").get("nvidia-device-plugin-daemonset", {}).get("status", {})
+            inits = {c["name"]: c for c in plugin.get("initContainerStatuses", [])}
+            return (plugin.get("phase") == "Pending" and "running" in inits.get("toolkit-validation", {}).get("state", {})
+                    and not inits["toolkit-validation"].get("ready"))
+        wait_for(waiting, 20, what="plugin waiting in toolkit-validation")
+        wait_ext(client, "t4-0", {"nvidia.com/gpu": "0"}, "allocatable")
+        toolkit = operand_pods(client, "t4-0")["nvidia-container-toolkit-daemonset"]["status"]["containerStatuses"][0]
+        assert toolkit["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+    finally:
+        operator.set_fault(client, "t4-0", "toolkit-misconfigured", None, False)
     wait_ext(client, "t4-0", {"nvidia.com/gpu": "1"}, "allocatable")
 
 

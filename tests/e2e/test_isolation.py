@@ -1,5 +1,6 @@
 """Tenants are isolated: a tenant kubeconfig reaches only its own namespace's workloads, never Secrets, never the
-GPU stack's controls; two tenants grading at once see only their own objects; nothing listens beyond 127.0.0.1.
+GPU stack's controls; two tenants grading at once see only their own objects; nothing listens beyond 127.0.0.1;
+what one tenant writes on its own pods cannot take another tenant's GPUs.
 
 Every denial is checked as the API server's own 403 (not a 404 or a connection error), so a test passes only
 because RBAC refused the request.
@@ -7,7 +8,9 @@ because RBAC refused the request.
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -20,7 +23,7 @@ from cluster import errors, ops
 from cluster.kube.client import Client
 from cluster.sim.gpu import names
 from cluster.testing import LocalCluster, wait_for
-from gpu_e2e import gpu_operator
+from gpu_e2e import delete, gpu_operator, gpu_pod, visible_devices, wait_phase
 from graders import LiveView, live
 from graders.view import name_of
 
@@ -60,6 +63,15 @@ def forbidden(call: Callable[[], Any]) -> None:
         assert exc.status == 403, f"expected 403 Forbidden, got {exc.status}: {exc.api_message}"
         return
     raise AssertionError("the tenant's request was allowed")
+
+
+def restricted(pod: dict[str, Any]) -> dict[str, Any]:
+    """``pod`` made to pass Pod Security ``restricted`` (what a tenant namespace enforces)."""
+    spec = pod["spec"]
+    spec["securityContext"] = {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}}
+    for c in spec["containers"]:
+        c["securityContext"] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    return pod
 
 
 def _cm(name: str, data: dict[str, str]) -> dict[str, Any]:
@@ -165,8 +177,8 @@ def _grade(client: Client, ns: str, rounds: int, seen: dict[str, set[str]], fail
 
 def test_two_tenants_grading_at_once_see_only_their_own_objects(local_cluster: LocalCluster, tenants: Any) -> None:
     (ns_a, a), (ns_b, b) = tenants(), tenants()
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "work"},
-           "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}
+    pod = restricted({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "work"},
+                      "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}})
     a.create(f"/api/v1/namespaces/{ns_a}/pods", pod)
     b.create(f"/api/v1/namespaces/{ns_b}/pods", {**pod, "metadata": {"name": "other-work"}})
     seen: dict[str, set[str]] = {ns_a: set(), ns_b: set()}
@@ -229,3 +241,116 @@ def test_credentials_in_the_state_dir_are_private_to_their_owner(local_cluster: 
     readable = [f"{p} ({p.stat().st_mode & 0o777:o})" for p in secret_files if p.stat().st_mode & 0o077]
     assert not readable, f"readable by group or others: {readable}"
     assert (state / "pki").stat().st_mode & 0o077 == 0
+
+
+def test_a_forged_devices_annotation_cannot_take_another_tenants_gpus_and_a_restart_keeps_them(
+        local_cluster: LocalCluster, gpu_operator: Client, tenants: Any) -> None:
+    """Issue 15: tenant A wrote ``gpulab.dev/devices`` on its own GPU-less pod naming every GPU of a node (the
+    registry is readable on the node), and tenant B's GPU pod there failed admission. The simulated kubelet now
+    decides from its own checkpoint; that checkpoint survives a SIGKILL of the pod agent, so GPU pods started
+    after the restart get devices nobody holds."""
+    (ns_a, a), (ns_b, b) = tenants(), tenants()
+    node = "a100-0"
+    registry = json.loads(a.get(f"/api/v1/nodes/{node}")["metadata"]["annotations"][names.DEVICE_REGISTRY])
+    resource, devices = next(iter(registry["resources"].items()))
+    assert len(devices) == 4, registry
+    forged = {f"c{i}": [{"resource": resource, "id": d[0], "uuid": d[1]}] for i, d in enumerate(devices)}
+    a.create(f"/api/v1/namespaces/{ns_a}/pods", restricted(gpu_pod(
+        "squatter", {}, node=node, annotations={names.POD_DEVICES: json.dumps(forged)})))
+    wait_phase(a, ns_a, "squatter", "Running")
+    b.create(f"/api/v1/namespaces/{ns_b}/pods", restricted(gpu_pod("victim", {resource: "1"}, node=node)))
+    victim = wait_phase(b, ns_b, "victim", "Running", timeout=60)
+    held = {visible_devices(victim)}
+    record = local_cluster.backend.dir / "kubelet" / "device-checkpoint.json"
+    assert victim["metadata"]["uid"] in record.read_text()
+
+    sup = local_cluster.backend.sup
+    pid = sup.pid("pod-agent")
+    assert pid
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: sup.pid("pod-agent") is None, timeout=10, what="pod-agent gone")
+    local_cluster.gpulab("up")
+    try:
+        for i in range(3):
+            b.create(f"/api/v1/namespaces/{ns_b}/pods", restricted(gpu_pod(f"after-{i}", {resource: "1"}, node=node)))
+        for i in range(3):
+            got = visible_devices(wait_phase(b, ns_b, f"after-{i}", "Running", timeout=60))
+            assert got and got not in held, f"after-{i} got {got}, already held: {held}"
+            held.add(got)
+    finally:
+        for i in range(3):
+            delete(b, f"/api/v1/namespaces/{ns_b}/pods/after-{i}")
+    assert len(held) == 4
+
+
+# --- tenants as the Kubernetes multi-tenancy guidance sets them up ---------------------------------------------------
+
+def _refused(call: Callable[[], Any], *fragments: str) -> str:
+    """The request must be refused with 403 by admission (Pod Security, quota), the message naming why."""
+    try:
+        call()
+    except errors.ApiError as exc:
+        assert exc.status == 403, f"expected 403 Forbidden, got {exc.status}: {exc.api_message}"
+        for fragment in fragments:
+            assert fragment in exc.api_message, exc.api_message
+        return exc.api_message
+    raise AssertionError("the tenant's request was allowed")
+
+
+def test_tenant_cannot_change_or_delete_its_quota_and_limit_range(local_cluster: LocalCluster, tenants: Any) -> None:
+    ns, tenant = tenants()
+    limits = f"/api/v1/namespaces/{ns}/limitranges/{ops.TENANT_LIMITS}"
+    quota = f"/api/v1/namespaces/{ns}/resourcequotas/{ops.TENANT_QUOTA}"
+    assert tenant.get(limits)["spec"]["limits"][0]["type"] == "Container"  # reading them is allowed
+    forbidden(lambda: tenant.delete(limits))
+    forbidden(lambda: tenant.patch(limits, {"spec": {"limits": [{"type": "Container", "max": {"cpu": "64"}}]}}))
+    forbidden(lambda: tenant.create(f"/api/v1/namespaces/{ns}/limitranges",
+                                    {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "mine"},
+                                     "spec": {"limits": [{"type": "Container", "max": {"cpu": "64"}}]}}))
+    forbidden(lambda: tenant.delete(quota))
+    forbidden(lambda: tenant.patch(quota, {"spec": {"hard": {"pods": "5000"}}}))
+    forbidden(lambda: tenant.delete(f"/api/v1/namespaces/{ns}/resourcequotas/{ops.CRITICAL_QUOTA}"))
+    with local_cluster.client() as admin:
+        assert admin.get(limits)["spec"]["limits"][0]["max"]["cpu"] == "8"
+        assert admin.get(quota)["spec"]["hard"]["pods"] == "50"
+
+
+def test_tenant_cannot_run_a_privileged_host_root_pod(local_cluster: LocalCluster, tenants: Any) -> None:
+    ns, tenant = tenants()
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "escape"},
+           "spec": {"hostPID": True, "containers": [{"name": "main", "image": "busybox:1.36",
+                                                     "securityContext": {"privileged": True},
+                                                     "volumeMounts": [{"name": "host", "mountPath": "/host"}]}],
+                    "volumes": [{"name": "host", "hostPath": {"path": "/"}}]}}
+    _refused(lambda: tenant.create(f"/api/v1/namespaces/{ns}/pods", pod),
+             'violates PodSecurity "restricted:latest"', "privileged", "hostPath")
+    # A pod that follows the restricted profile runs, and gets the LimitRange's defaults.
+    ok = tenant.create(f"/api/v1/namespaces/{ns}/pods", restricted(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "fine"},
+         "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}))
+    assert ok["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "100m", "memory": "128Mi"}
+
+
+def test_tenant_cannot_use_the_critical_priority_classes(local_cluster: LocalCluster, tenants: Any) -> None:
+    ns, tenant = tenants()
+    for klass in ops.CRITICAL_CLASSES:
+        pod = restricted({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"urgent-{klass}"},
+                          "spec": {"priorityClassName": klass,
+                                   "containers": [{"name": "main", "image": "busybox:1.36"}]}})
+        _refused(lambda pod=pod: tenant.create(f"/api/v1/namespaces/{ns}/pods", pod),  # type: ignore[misc]
+                 "exceeded quota", ops.CRITICAL_QUOTA)
+
+
+def test_tenant_on_an_existing_namespace_is_refused_and_leaves_it_alone(local_cluster: LocalCluster) -> None:
+    ns = local_cluster.namespace("foreign")
+    with local_cluster.client() as admin:
+        admin.create(f"/api/v1/namespaces/{ns}/serviceaccounts",
+                     {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": ops.TENANT_SA}})
+        before = admin.get(f"/api/v1/namespaces/{ns}")["metadata"].get("labels")
+        proc = local_cluster.gpulab("kubeconfig", "--tenant", ns, check=False)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert f"namespace '{ns}' already exists and is not a gpulab tenant namespace" in proc.stderr
+        assert admin.get(f"/api/v1/namespaces/{ns}")["metadata"].get("labels") == before
+        assert admin.get(f"/api/v1/namespaces/{ns}/resourcequotas")["items"] == []
+        assert not admin.exists(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings/{ops.TENANT_ROLE}")
+        admin.delete(f"/api/v1/namespaces/{ns}")

@@ -1,5 +1,6 @@
 """Every lab proves itself on the real control plane: the untouched lab fails its check with hints; ``solve``
-then ``check`` gives full marks; the evidence bundle grades the same offline; ``reset`` brings back the start
+then ``check`` gives full marks; the evidence bundle, replayed on the cluster (reset, then the learner's files and
+recorded actions), grades the same; ``reset`` brings back the start
 state of every object the lab touches. One cluster for the session; each lab is stopped after its test.
 """
 
@@ -49,8 +50,9 @@ def test_lab_proves_itself(started: labs.Lab, tmp_path: Path, record_property: A
     assert solved.passed and solved.score == solved.max_score == lab.spec.max_score, _failures(solved)
 
     bundle = lab.submit(tmp_path / "evidence.json")
-    offline = labs.grade(lab.id, bundle)
-    assert offline.passed and offline.score == solved.score, _failures(offline)
+    with lab.client() as client:
+        replayed = labs.grade(lab.id, bundle, replay=client)
+    assert replayed.passed and replayed.score == solved.score, (_failures(replayed), replayed.notes)
 
     started_at = time.monotonic()
     lab.reset()

@@ -1,6 +1,7 @@
-"""Outcome checks on the real control plane with the simulated GPU Operator; the same checks on an evidence
-bundle recorded from it give the same results offline; ``gpulab why`` explains a pod that asks for more GPUs
-than any node has."""
+"""Outcome checks on the real control plane with the simulated GPU Operator; an evidence bundle recorded from it
+describes the same state (the learner's claim, which ``gpulab why --bundle`` explains and grading shows but
+never scores: grading replays, tests/e2e/test_replay_grading.py); ``gpulab why`` explains a pod that asks for
+more GPUs than any node has."""
 
 from __future__ import annotations
 
@@ -70,21 +71,24 @@ def test_wait_on_a_live_view_ends_with_a_time_out(gpu_operator: Client, namespac
     assert check.message.startswith(f"Timed out after 3 s waiting for pod {namespace}/stuck to be Running. Last seen:")
 
 
-def test_bundle_gives_the_same_results_offline(gpu_operator: Client, namespace: str, tmp_path: Path) -> None:
-    """Snapshot the cluster, write, read: every check's verdict and message are the same as on the live view;
-    two snapshots of the unchanged cluster are byte-for-byte identical."""
+def test_bundle_records_the_state_as_the_learners_claim(gpu_operator: Client, namespace: str, tmp_path: Path) -> None:
+    """Snapshot the cluster, write, read: the recorded claim reads as the live view did (every check's verdict
+    and message the same, for explaining and for showing beside the replayed grade); the bundle is version 2
+    with the actions given; two snapshots of the unchanged cluster are byte-for-byte identical."""
     client = gpu_operator
     _setup(client, namespace)
     wait_phase(client, namespace, "on-h100", "Running", timeout=60)
     wait_event(client, namespace, "too-big", "FailedScheduling", "Insufficient nvidia.com/gpu")
     live_results = [(c.id, c.passed, c.message) for c in _checks(LiveView(client), namespace)]
     manifests = {"pods.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: on-h100}\n"}
-    path = bundle.write(tmp_path / "bundle.json", bundle.snapshot(client, [namespace], manifests, "e2e"))
+    acts = [{"action": "label", "node": "h100-0", "key": "nvidia.com/device-plugin.config", "value": None}]
+    path = bundle.write(tmp_path / "bundle.json", bundle.snapshot(client, [namespace], manifests, "e2e", acts))
     offline = bundle.load(path)
     assert offline.manifests == manifests and offline.namespaces == (namespace,)
+    assert offline.version == 2 and [dict(a) for a in offline.actions] == acts
     bundle_results = [(c.id, c.passed, c.message) for c in _checks(offline.view(), namespace)]
     assert bundle_results == live_results
-    again = bundle.dumps(bundle.snapshot(client, [namespace], manifests, "e2e"))
+    again = bundle.dumps(bundle.snapshot(client, [namespace], manifests, "e2e", acts))
     assert again == path.read_bytes()
     explained = explain.explain_pod(offline.view(), namespace, "too-big")
     assert explained.agrees is True

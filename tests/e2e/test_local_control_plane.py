@@ -102,7 +102,13 @@ def test_tenant_kubeconfig_is_limited_to_its_namespace(local_cluster: LocalClust
     assert can("get", "secrets", "-n", "team-a") == "no"
     assert can("create", "pods", "-n", "team-b") == "no"
     assert can("get", "pods", "-n", "kube-system") == "no"
-    created = local_cluster.kubectl("run", "hello", "--image=busybox:1.36", "-n", "team-a", kubeconfig=path)
+    # A tenant namespace enforces Pod Security `restricted`: the pod must say it runs unprivileged.
+    overrides = json.dumps({"spec": {
+        "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [{"name": "hello", "image": "busybox:1.36", "securityContext": {
+            "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}]}})
+    created = local_cluster.kubectl("run", "hello", "--image=busybox:1.36", "-n", "team-a", f"--overrides={overrides}",
+                                    kubeconfig=path)
     assert "created" in created.stdout
     denied = local_cluster.kubectl("get", "pods", "-n", "team-b", kubeconfig=path, check=False)
     assert denied.returncode != 0 and "forbidden" in denied.stderr

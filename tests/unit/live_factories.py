@@ -67,8 +67,8 @@ def make_event(namespace: str, involved: str, reason: str, message: str, kind: s
 def bundle_data(*, nodes: Sequence[Any] = (), pods: Sequence[Any] = (), other_pods: Sequence[Any] = (), events: Sequence[Any] = (),
                 claims: Sequence[Any] = (), slices: Sequence[Any] = (), classes: Sequence[Any] = (), quotas: Sequence[Any] = (),
                 namespaces: tuple[str, ...] = ("lab",), manifests: dict[str, str] | None = None,
-                policy: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"kind": bundle.KIND, "bundleVersion": bundle.BUNDLE_VERSION, "lab": "unit",
+                policy: dict[str, Any] | None = None, actions: Sequence[Any] = ()) -> dict[str, Any]:
+    return {"kind": bundle.KIND, "bundleVersion": bundle.BUNDLE_VERSION, "lab": "unit", "actions": list(actions),
             "scope": {"namespaces": list(namespaces)}, "manifests": manifests or {},
             "cluster": {"nodes": list(nodes), "pods": list(pods), "otherPods": list(other_pods), "events": list(events),
                         "resourceClaims": list(claims), "otherClaims": [], "resourceSlices": list(slices),

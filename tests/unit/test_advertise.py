@@ -172,7 +172,8 @@ def test_strategy_argument_beats_the_file() -> None:
 
 
 def test_full_label_set_for_a_plain_h100() -> None:
-    """gpu-semantics §3 label table: product, memory, family, compute, CUDA labels incl. deprecated, mode, machine."""
+    """gpu-semantics §3 label table: product, memory, family, compute, CUDA labels incl. deprecated, mode, machine,
+    and ``vgpu.present`` (``DP internal/lm/vgpu.go``; NVIDIA's GFD labels a real H100 so: tests/fixtures/gfd)."""
     ad = advertise.advertise(node(H100, 1), None, "none", machine="PowerEdge XE9680")
     want = {
         "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
@@ -199,6 +200,7 @@ def test_full_label_set_for_a_plain_h100() -> None:
         "nvidia.com/cuda.runtime-version.minor": "0",
         "nvidia.com/cuda.runtime.major": "13",
         "nvidia.com/cuda.runtime.minor": "0",
+        "nvidia.com/vgpu.present": "false",
     }
     assert ad.labels == want
 

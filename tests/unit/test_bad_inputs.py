@@ -30,7 +30,7 @@ from ruamel.yaml import YAML
 from cluster import errors, fleet
 from cluster.gpu import device_plugin_config, mig
 from cluster.kube import kubeconfig
-from graders import lint_paths, load_bundle
+from graders import context, lint_paths, load_bundle
 from labs import loader
 from quizzes import bank, errors as quiz_errors, store
 
@@ -47,6 +47,7 @@ def _text(path: Path) -> str:
 
 LOADERS: dict[str, Callable[[Path], object]] = {
     "fleets": lambda p: fleet.load(str(p)),
+    "fleet-facts": lambda p: context.resolve(str(p)),
     "plugin-configs": lambda p: device_plugin_config.load(_text(p), source=str(p)),
     "mig-configs": lambda p: mig.parse(_text(p), source=str(p)),
     "kubeconfigs": lambda p: kubeconfig.load(p),
@@ -66,6 +67,14 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "fleets/list-not-mapping.yaml": ("(root)", "must be a mapping"),
     "fleets/binary.yaml": ("not valid YAML", "position"),
     "fleets/empty.yaml": ("(root)", "must be a mapping"),
+    "fleets/wrong-shapes.yaml": ("metadata.description: must be text", "spec.pools[0].taints[0].value: must be text"),
+    "fleets/pools-mapping.yaml": ("spec.pools", "must be a non-empty list"),
+    "fleets/labels-number.yaml": ("spec.pools[0].labels", "must be a mapping"),
+    "fleet-facts/taints-number.yaml": ("nodes[0].taints: must be a list", "got int 3"),
+    "fleet-facts/gpus-list-labels-number.yaml": ("nodes[0].gpus: unknown field", "nodes[0].labels: must be a mapping"),
+    "fleet-facts/kubectl-taints-number.json": ("items[0].spec.taints: must be a list",),
+    "fleet-facts/resources-list.yaml": ("nodes[0].resources.nvidia.com/gpu: must be a whole number",
+                                        "nodes[0].migStrategy", "deviceClasses: must be a list"),
     "plugin-configs/replicas-one.yaml": ("number of replicas must be >= 2",),
     "plugin-configs/mps-with-mig.yaml": ("mig-strategy=mixed", "MPS"),
     "plugin-configs/replicas-not-a-number.yaml": ("cannot unmarshal string", "int"),
@@ -84,9 +93,12 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "kubeconfigs/bad-ca-data.kubeconfig": ("clusters[lab].cluster.certificate-authority-data", "base64"),
     "kubeconfigs/no-server.kubeconfig": ("clusters[lab].cluster.server",),
     "kubeconfigs/scalar.kubeconfig": ("must be a mapping",),
+    "kubeconfigs/exec-plugin-missing.kubeconfig": ("users[eks-user].user.exec.command", "not found on PATH",
+                                                   "install the AWS CLI"),
     "bundles/not-a-bundle.json": ("not a gpulab evidence bundle",),
     "bundles/duplicate-key.json": ("'kind' appears twice",),
     "bundles/latin1.json": ("not UTF-8", "byte 13"),
+    "bundles/lone-surrogate.json": ("manifests['answers.yaml']", "lone surrogate"),
     "quizzes/binary-bank.yaml": ("not UTF-8", "byte 8"),
     "stores/text.sqlite3": ("not a readable quiz store",),
     "stores/empty.sqlite3": ("not a gpulab quiz store",),
@@ -254,6 +266,12 @@ CLI_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "up with a binary fleet": (("up", "--fleet", f"{BAD}/fleets/binary.yaml"), ("binary.yaml", "not valid YAML")),
     "lint against a bad fleet": (("lint", "--fleet", f"{BAD}/fleets/unknown-gpu-model.yaml", f"{BAD}/manifests"),
                                  ("Z9000-1TB",)),
+    "lint against fleet data whose taints are a number": (
+        ("lint", "--fleet", f"{BAD}/fleet-facts/taints-number.yaml", f"{BAD}/manifests"),
+        ("taints-number.yaml", "nodes[0].taints: must be a list")),
+    "grade a bundle holding a lone surrogate": (
+        ("grade", "04a-time-slicing", "--submission", f"{BAD}/bundles/lone-surrogate.json"),
+        ("lone-surrogate.json", "lone surrogate")),
     "lint against a kubeconfig as fleet": (("lint", "--fleet", f"{BAD}/kubeconfigs/scalar.kubeconfig",
                                             f"{BAD}/manifests"), ("scalar.kubeconfig",)),
     "probe with a bad plugin config": (("probe", "--replay", str(GOOD_NVML), "--config",
@@ -266,6 +284,9 @@ CLI_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                          ("latin1.json", "not UTF-8")),
     "attach with bad CA data": (("up", "--kubeconfig", f"{BAD}/kubeconfigs/bad-ca-data.kubeconfig"),
                                 ("certificate-authority-data", "base64")),
+    "attach with a credential plugin that is not installed": (
+        ("up", "--kubeconfig", f"{BAD}/kubeconfigs/exec-plugin-missing.kubeconfig"),
+        ("gpulab-test-no-such-credential-plugin", "not found on PATH", "install the AWS CLI")),
     "attach without a server": (("up", "--kubeconfig", f"{BAD}/kubeconfigs/no-server.kubeconfig"),
                                 ("cluster.server",)),
     "attach with no current context": (("up", "--kubeconfig", f"{BAD}/kubeconfigs/no-current-context.kubeconfig"),

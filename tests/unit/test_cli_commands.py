@@ -40,14 +40,17 @@ def test_cluster_commands_do_not_load_graders_quizzes_or_the_bench() -> None:
 
 
 def test_version_names_the_pinned_control_plane() -> None:
-    """`gpulab --version` through the console script's entry (``run``): the package and the pinned binaries."""
+    """`gpulab --version` through the console script's entry (``run``): the package, the pinned binaries and the
+    pinned NVIDIA modules used as referees."""
     from cluster import versions
 
     out = subprocess.run([sys.executable, "-m", "labs.cli.main", "--version"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("gpulab 0.") and versions.KUBERNETES_VERSION in out.stdout
     assert versions.ETCD_VERSION in out.stdout
-    assert f"k8s-device-plugin {versions.NVIDIA_DEVICE_PLUGIN_VERSION}" in out.stdout
+    for module_version in (versions.GPU_OPERATOR_VERSION, versions.CONTROLLER_TOOLS_VERSION,
+                           versions.DEVICE_PLUGIN_VERSION, versions.MIG_PARTED_VERSION):
+        assert module_version in out.stdout
 
 
 def test_console_script_exit_code_is_the_commands() -> None:

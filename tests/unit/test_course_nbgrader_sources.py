@@ -28,7 +28,9 @@ def test_every_lab_has_a_source_assignment_in_sync_with_its_spec(tmp_path: Path)
             f"{old} is out of date with lab {lab_id}; run: gpulab course nbgrader-sources")
 
 
-def test_graded_cells_carry_each_tasks_points_and_hide_their_grading() -> None:
+def test_graded_cells_carry_each_tasks_points_and_no_grading_code() -> None:
+    """Each task's cell carries its points; its grading happens in the grader's process by replay, so the cell
+    holds no code a learner could edit to change the grade (no hidden tests, no task_points helper)."""
     for lab_id in labs.list_labs():
         nb = json.loads((COURSE / "source" / lab_id / cn.notebook_name(lab_id)).read_text())
         graded = {c["metadata"]["nbgrader"]["grade_id"]: c for c in nb["cells"]
@@ -39,7 +41,8 @@ def test_graded_cells_carry_each_tasks_points_and_hide_their_grading() -> None:
             cell = graded[f"task-{task.id}"]
             assert cell["metadata"]["nbgrader"]["points"] == sum(c.points for c in task.checks)
             source = "".join(cell["source"])
-            assert "### BEGIN HIDDEN TESTS" in source and f"task_points({task.id!r})" in source
+            assert "HIDDEN TESTS" not in source and "task_points" not in source
+            assert all(line.startswith("#") for line in source.splitlines() if line.strip()), source
 
 
 def test_every_lab_has_demo_evidence_and_a_mistake_that_applies() -> None:

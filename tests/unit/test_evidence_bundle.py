@@ -59,6 +59,22 @@ def test_pod_sketch_keeps_what_the_scheduler_counts() -> None:
     assert "SECRET" not in json.dumps(sketch)
 
 
+def test_actions_round_trip_and_version_one_has_none(tmp_path: Path) -> None:
+    """Version 2 carries the learner's actions (replayed by grading); a version-1 bundle reads with none."""
+    act = {"action": "label", "node": "t4-0", "key": "nvidia.com/device-plugin.config", "value": "timeslice-4"}
+    loaded = bundle.load(bundle.write(tmp_path / "b.json", bundle_data(actions=[act])))
+    assert [dict(a) for a in loaded.actions] == [act] and loaded.version == bundle.BUNDLE_VERSION == 2
+    old = bundle_data()
+    old.pop("actions")
+    old["bundleVersion"] = 1
+    v1 = bundle.loads(bundle.dumps(old))
+    assert v1.actions == () and bundle.dumps(v1.to_dict()) == bundle.dumps(old)
+    old["actions"] = [act]
+    with pytest.raises(bundle.BundleError) as info:
+        bundle.loads(bundle.dumps(old))
+    assert "version-1 bundles have none" in info.value.said.message
+
+
 @pytest.mark.parametrize(("version", "key"), [(0, "bundle/too-old"), (-3, "bundle/too-old"), (99, "bundle/too-new")])
 def test_version_errors_are_clear(version: int, key: str) -> None:
     data = sample()
@@ -122,6 +138,10 @@ SHAPES: list[tuple[str, Any, str]] = [
     ("pod outside scope", lambda d: d["cluster"]["pods"][0]["metadata"].update(namespace="kube-system"), "outside"),
     ("unknown cluster key", lambda d: d["cluster"].update(secrets=[]), "unknown keys"),
     ("policy not an object", lambda d: d["cluster"].update(clusterPolicy="x"), "clusterPolicy"),
+    ("actions missing", lambda d: d.pop("actions"), "actions: must be a list"),
+    ("unknown action", lambda d: d.update(actions=[{"action": "exec", "command": "sh"}]), "actions[0]"),
+    ("action not an object", lambda d: d.update(actions=["label"]), "actions[0]"),
+    ("too many actions", lambda d: d.update(actions=[{"action": "label"}] * (bundle.MAX_ACTIONS + 1)), "more than"),
 ]
 
 

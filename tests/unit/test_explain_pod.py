@@ -129,6 +129,18 @@ def test_cordoned_node_and_unallocatable_gpus() -> None:
     assert "4 in capacity but only 0 allocatable" in reasons(result, "a100-1")[0]
 
 
+def test_failed_mig_config_is_named_with_the_drain_habit() -> None:
+    """reference §9: a node whose MIG manager failed says so; the MIG manager never evicts, so drain first."""
+    mig = "nvidia.com/mig-1g.10gb"
+    labels = {"nvidia.com/mig.config": "all-1g.10gb", "nvidia.com/mig.config.state": "failed"}
+    nodes = [make_node("a100-1", gpus=4, labels=labels)]
+    event = make_event("lab", "p", "FailedScheduling", f"0/1 nodes are available: 1 Insufficient {mig}.")
+    result = explain.explain_pod(view_of(bundle_data(nodes=nodes, pods=[make_pod("p", gpus=1, resource=mig)],
+                                                     events=[event])), "lab", "p")
+    text = reasons(result, "a100-1")[0]
+    assert "mig.config.state=failed" in text and "all-1g.10gb" in text and "never evicts" in text
+
+
 def test_cpu_and_pod_count_and_other_namespaces() -> None:
     """Pods of other namespaces (bundle sketches) count against a node's cpu and pod slots."""
     nodes = [make_node("cpu-0", cpu="4", pods=2)]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from cluster.sim.gpu import manifests, migmanager, names
-from gpustack_factories import default_policy, ext, make_node, settle, with_layout
+from cluster.gpu import mig
+from cluster.sim.gpu import hoststate, manifests, migmanager, names
+from gpustack_factories import default_policy, ext, make_node, make_pod, settle, with_layout
 
 pytestmark = pytest.mark.unit
 FILE = manifests.mig_configmap()["data"][names.MIG_CONFIG_KEY]
@@ -137,10 +140,54 @@ def test_pause_and_restore_deploy_labels() -> None:
     assert node["metadata"]["labels"][names.DEPLOY_PREFIX + "device-plugin"] == names.PAUSED
 
 
-def test_gpu_pods_are_the_ones_evicted() -> None:
-    """MIG manager drains GPU workloads: pods with nvidia.com/* resources or resource claims, not operands."""
-    gpu = {"metadata": {"namespace": "t"}, "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
-    claim = {"metadata": {"namespace": "t"}, "spec": {"resourceClaims": [{"name": "g"}], "containers": []}}
-    cpu = {"metadata": {"namespace": "t"}, "spec": {"containers": [{"resources": {"limits": {"cpu": "1"}}}]}}
-    operand = {"metadata": {"namespace": names.NAMESPACE}, "spec": gpu["spec"]}
-    assert [migmanager.is_gpu_pod(p) for p in (gpu, claim, cpu, operand)] == [True, True, False, False]
+def holder(uuid: str, phase: str = "Running", namespace: str = "t") -> dict:
+    pod = make_pod(annotations={names.POD_DEVICES: json.dumps({"main": [{"resource": "r", "id": "x", "uuid": uuid}]})},
+                   phase=phase)
+    pod["metadata"]["namespace"] = namespace
+    return pod
+
+
+def test_held_instances_come_from_the_devices_allocate_recorded() -> None:
+    """§9: what a workload holds is read from its recorded devices; finished pods and operands hold nothing."""
+    node = applied("all-1g.10gb")
+    inv = hoststate.inventory_of(node)
+    assert inv is not None
+    gpu1 = inv.gpus[1]
+    pods = [holder(gpu1.mig_devices[2].uuid), holder(inv.gpus[0].mig_devices[0].uuid, phase="Succeeded"),
+            holder(inv.gpus[3].mig_devices[0].uuid, namespace=names.NAMESPACE)]
+    assert migmanager.held_instances(pods, inv.gpus) == {1: {2}}
+
+
+def test_a_busy_gpu_refuses_and_keeps_what_was_destroyed() -> None:
+    """§9: GPUs that already match are skipped, GPUs before the busy one change, destroying stops at the busy
+    instance (those destroyed stay destroyed), GPUs after it are not touched, and the reason names the GPU."""
+    node = applied("all-1g.10gb")
+    inv = hoststate.inventory_of(node)
+    assert inv is not None
+    target = mig.apply("all-3g.40gb", mig.parse(FILE), inv.gpus).layouts
+    outcome = migmanager.apply_per_gpu(target, inv.gpus, {1: {4}})
+    assert outcome.reason == "GPU 1: error destroying GPU instance 1g.10gb at placement 4:1: In use by another client"
+    after = {l.index: l for l in outcome.layouts}
+    assert after[0] == target[0]
+    assert len(after[1].placements) == 5 and after[1].mig_enabled  # instances 5 and 6 destroyed, 0-4 left
+    assert after[2] == mig.current_layout(inv.gpus[2]) and after[3] == mig.current_layout(inv.gpus[3])
+
+
+def test_a_whole_gpu_in_use_refuses_the_mig_mode_change() -> None:
+    """§9: enabling MIG needs a GPU reset, which the driver refuses while a process holds the GPU."""
+    node = labelled("all-1g.10gb")
+    inv = hoststate.inventory_of(node)
+    assert inv is not None
+    target = mig.apply("all-1g.10gb", mig.parse(FILE), inv.gpus).layouts
+    outcome = migmanager.apply_per_gpu(target, inv.gpus, {0: {None}})
+    assert outcome.reason == "GPU 0: error setting MIG mode: In use by another client"
+    assert all(not l.mig_enabled for l in outcome.layouts)
+    assert migmanager.apply_per_gpu(target, inv.gpus, {}).layouts == target
+
+
+def test_after_a_failure_only_a_label_change_or_a_new_manager_pod_tries_again() -> None:
+    """§9 (``MP cmd/nvidia-mig-manager/main.go``): a failed config is not retried by the same manager pod."""
+    node = labelled("all-1g.10gb", **{names.MIG_CONFIG_STATE: "failed"})
+    node["metadata"]["annotations"][names.MIG_FAILURE] = migmanager.failure_annotation("all-1g.10gb", "busy", "mm-1")
+    assert migmanager.decide(node, default_policy(), FILE, "mm-1").action == migmanager.NONE
+    assert migmanager.decide(node, default_policy(), FILE, "mm-2").action == migmanager.APPLY

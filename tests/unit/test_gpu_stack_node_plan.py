@@ -193,12 +193,31 @@ def test_unhealthy_gpu_lowers_allocatable_capacity_stays() -> None:
     assert ext(node) == {"nvidia.com/gpu": "4"} and ext(node, "allocatable") == {"nvidia.com/gpu": "3"}
 
 
-def test_validation_failing_keeps_allocatable_at_zero() -> None:
-    """docs validator gate: CUDA validation fails -> validator Init:CrashLoopBackOff, allocatable 0."""
-    node, plan = settle(make_node(annotations={names.FAULTS: '{"kinds": ["validation-failing"]}'}), default_policy())
-    assert ext(node) == {"nvidia.com/gpu": "4"} and ext(node, "allocatable") == {"nvidia.com/gpu": "0"}
+def test_cuda_validation_failing_leaves_every_gpu_allocatable() -> None:
+    """reference §9: the plugin waits for driver-ready and toolkit-ready only, so a failing CUDA validation
+    crash-loops the validator's cuda-validation init container while the node keeps capacity 4, allocatable 4."""
+    node, plan = settle(make_node(annotations={names.FAULTS: '{"kinds": ["cuda-validation-failing"]}'}), default_policy())
+    assert ext(node) == {"nvidia.com/gpu": "4"} and ext(node, "allocatable") == {"nvidia.com/gpu": "4"}
     assert plan.operands["operator-validator"] == operands.OperandState(operands.INIT_CRASH, "cuda-validation", operands.CUDA)
-    assert not plan.awaiting_validation
+    assert plan.operands["device-plugin"].phase == operands.OK and not plan.awaiting_validation
+
+
+def test_plugin_validation_failing_stalls_only_the_validator() -> None:
+    """reference §9: a failing plugin validation shows at the validator's plugin-validation step; GPUs stay."""
+    node, plan = settle(make_node(annotations={names.FAULTS: '{"kinds": ["plugin-validation-failing"]}'}),
+                        default_policy())
+    assert ext(node, "allocatable") == {"nvidia.com/gpu": "4"}
+    assert plan.operands["operator-validator"] == operands.OperandState(
+        operands.INIT_CRASH, "plugin-validation", operands.PLUGIN_VALIDATION)
+
+
+def test_toolkit_fault_keeps_the_plugin_from_starting() -> None:
+    """reference §9: the plugin's toolkit-validation init container waits for toolkit-ready: no GPUs at all."""
+    node, plan = settle(make_node(annotations={names.FAULTS: '{"kinds": ["toolkit-misconfigured"]}'}),
+                        default_policy(), validated=False)
+    assert ext(node) == {} and ext(node, "allocatable") == {}
+    assert plan.operands["device-plugin"] == operands.OperandState(
+        operands.INIT_WAIT, "toolkit-validation", "waiting for the container toolkit")
 
 
 def test_dra_mode_never_advertises_extended_resources() -> None:

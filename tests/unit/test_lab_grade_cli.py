@@ -1,7 +1,9 @@
 """``gpulab grade`` for instructors' scripts and ``gpulab lab list|show``: exact JSON, exit codes, batch CSV.
 
 Exit code 0 whenever grading ran (whatever the learner scored); 1 with one message and no traceback when
-grading itself could not run. Batch grading keeps going past broken submissions and reports them all.
+grading itself could not run. Batch grading keeps going past broken submissions (and past one that runs over
+its time or memory limit) and writes each CSV row as soon as it is done. These run ``--static`` (no cluster);
+replay grading on the grader's cluster is tested in tests/e2e/test_replay_grading.py.
 """
 
 from __future__ import annotations
@@ -9,10 +11,14 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import labs
+from labs import grading
 from labs.cli import main
 
 pytestmark = pytest.mark.unit
@@ -29,31 +35,34 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def test_grade_json_has_exactly_the_documented_keys(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "grade", LAB, "--submission", str(BUNDLES / f"{LAB}.solved.json"), "--json")
+    code, out, _ = run(capsys, "grade", LAB, "--submission", str(BUNDLES / f"{LAB}.solved.json"), "--json", "--static")
     data = json.loads(out)
     assert code == 0 and set(data) == {"lab", "passed", "score", "max_score", "checks"}
     assert all(set(c) == {"id", "passed", "points", "message", "hint"} for c in data["checks"])
-    assert data["passed"] is True and data["score"] == data["max_score"] == 18
+    static = sum(c.points for c in labs.get(LAB).checks if not c.cluster)
+    assert data["passed"] is True and data["score"] == data["max_score"] == static < 18
 
 
 def test_a_failing_learner_is_still_exit_code_zero(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "grade", LAB, "--submission", str(ROOT / "labs" / LAB / "starter"), "--json")
+    code, out, _ = run(capsys, "grade", LAB, "--submission", str(ROOT / "labs" / LAB / "starter"), "--json", "--static")
     data = json.loads(out)
     assert code == 0 and data["passed"] is False and data["score"] < data["max_score"]
     assert all(c["hint"] for c in data["checks"] if not c["passed"])
 
 
-def test_folder_plus_bundle_grades_cluster_checks_too(capsys: pytest.CaptureFixture[str]) -> None:
+def test_static_grading_never_scores_a_bundles_cluster_state(capsys: pytest.CaptureFixture[str]) -> None:
+    """The unsolved bundle's recorded cluster would fail five cluster checks: static grading reads none of it."""
     code, out, _ = run(capsys, "grade", LAB, "--submission", str(ROOT / "labs" / LAB / "solution"),
-                       "--bundle", str(BUNDLES / f"{LAB}.unsolved.json"), "--json")
+                       "--bundle", str(BUNDLES / f"{LAB}.unsolved.json"), "--json", "--static")
     data = json.loads(out)
-    failed = {c["id"] for c in data["checks"] if not c["passed"]}
-    assert code == 0 and failed == {"stuck-runs", "fixed-pods-run", "quota-in-force", "team-has-two-pods",
-                                    "urgent-runs"}
+    cluster = {c.id for c in labs.get(LAB).checks if c.cluster}
+    assert code == 0 and data["passed"] is True and not cluster & {c["id"] for c in data["checks"]}
+    code, out, err = run(capsys, "grade", LAB, "--submission", ".", "--static", "--live")
+    assert code == 2 and "choose one of" in out + err
 
 
 @pytest.mark.parametrize("args", [
-    ["grade", LAB, "--submission", "/nonexistent/folder", "--json"],
+    ["grade", LAB, "--submission", "/nonexistent/folder", "--json", "--static"],
     ["grade", "99-nope", "--submission", "."],
     ["grade", LAB],
     ["grade", LAB, "--submission", ".", "--batch", "."],
@@ -66,7 +75,7 @@ def test_broken_grading_is_one_message_and_exit_one_or_two(capsys: pytest.Captur
 def test_a_damaged_bundle_is_a_clear_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     bad = tmp_path / "evidence.json"
     bad.write_text('{"kind": "gpulab.dev/EvidenceBundle", "bundleVersion": 99}')
-    code, out, err = run(capsys, "grade", LAB, "--submission", str(bad), "--json")
+    code, out, err = run(capsys, "grade", LAB, "--submission", str(bad), "--json", "--static")
     assert code == 1 and "Traceback" not in err and "newer" in err.lower()
 
 
@@ -80,15 +89,15 @@ def test_batch_keeps_going_past_broken_submissions(capsys: pytest.CaptureFixture
     shutil.copyfile(BUNDLES / f"{LAB}.unsolved.json", batch / "carol.json")
     (batch / "dave").mkdir()
     (batch / "dave" / "evidence.json").write_text("not json at all")
-    code, out, _ = run(capsys, "grade", LAB, "--batch", str(batch))
+    code, out, _ = run(capsys, "grade", LAB, "--batch", str(batch), "--static")
     assert code == 0
     assert "4 submissions" in out and "1 full marks" in out and "1 could not be graded" in out and "dave" in out
     rows = list(csv.DictReader((batch / f"grades-{LAB}.csv").open()))
     by = {r["submission"]: r for r in rows}
     assert set(by) == {"alice", "bob", "carol.json", "dave"}
-    assert by["alice"]["score"] == "18" and by["alice"]["passed"] == "true" and by["alice"]["urgent-runs"] == "1"
-    assert by["bob"]["passed"] == "false" and by["bob"]["urgent-runs"] == ""  # static-only: not graded
-    assert by["carol.json"]["urgent-runs"] == "0"
+    assert by["alice"]["passed"] == "true" and by["alice"]["urgent-runs"] == ""  # static: cluster checks not graded
+    assert by["bob"]["passed"] == "false" and by["bob"]["urgent-runs"] == ""
+    assert by["carol.json"]["urgent-runs"] == ""
     assert by["dave"]["score"] == "" and by["dave"]["error"]
 
 
@@ -96,9 +105,72 @@ def test_batch_json_summary(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
     batch = tmp_path / "b"
     batch.mkdir()
     shutil.copyfile(BUNDLES / f"{LAB}.solved.json", batch / "one.json")
-    code, out, _ = run(capsys, "grade", LAB, "--batch", str(batch), "--json", "--csv", str(tmp_path / "g.csv"))
+    code, out, _ = run(capsys, "grade", LAB, "--batch", str(batch), "--json", "--csv", str(tmp_path / "g.csv"),
+                       "--static")
     data = json.loads(out)
     assert code == 0 and data["graded"] == 1 and data["broken"] == 0 and (tmp_path / "g.csv").is_file()
+
+
+def _three(tmp_path: Path) -> Path:
+    batch = tmp_path / "batch"
+    for name in ("a-first", "b-slow", "c-last"):
+        shutil.copytree(ROOT / "labs" / LAB / "solution", batch / name)
+    return batch
+
+
+def test_batch_goes_on_past_a_submission_over_its_time_limit(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A submission that grades for too long is stopped at its limit, recorded, and the batch goes on."""
+    real = grading.grade
+
+    def slow(lab_id: str, submission: Path, **kw: Any) -> Any:
+        if submission.name == "b-slow":
+            time.sleep(60)
+        return real(lab_id, submission, **kw)
+
+    monkeypatch.setattr(grading, "grade", slow)
+    started = time.monotonic()
+    code, out, _ = run(capsys, "grade", LAB, "--batch", str(_three(tmp_path)), "--static", "--time-limit", "3")
+    assert code == 0 and time.monotonic() - started < 30
+    by = {r["submission"]: r for r in csv.DictReader((tmp_path / "batch" / f"grades-{LAB}.csv").open())}
+    assert by["a-first"]["passed"] == by["c-last"]["passed"] == "true"
+    assert by["b-slow"]["score"] == "" and "longer than the limit of 3 s" in by["b-slow"]["error"]
+
+
+def test_batch_goes_on_past_a_submission_over_its_memory_limit(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    real = grading.grade
+
+    def greedy(lab_id: str, submission: Path, **kw: Any) -> Any:
+        if submission.name == "b-slow":
+            hog = bytearray(4 * 1024 * 1024 * 1024)
+            assert hog
+        return real(lab_id, submission, **kw)
+
+    monkeypatch.setattr(grading, "grade", greedy)
+    code, out, _ = run(capsys, "grade", LAB, "--batch", str(_three(tmp_path)), "--static", "--memory-limit", "1024")
+    assert code == 0
+    by = {r["submission"]: r for r in csv.DictReader((tmp_path / "batch" / f"grades-{LAB}.csv").open())}
+    assert by["a-first"]["passed"] == by["c-last"]["passed"] == "true"
+    assert "more memory than the per-submission limit" in by["b-slow"]["error"]
+
+
+def test_batch_rows_reach_the_csv_as_each_submission_finishes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grader dies while grading the third submission: the CSV already holds the first two rows."""
+    real = grading._grade_limited
+    calls: list[str] = []
+
+    def dies_on_third(spec: Any, entry: Path, *args: Any) -> Any:
+        calls.append(entry.name)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(spec, entry, *args)
+
+    monkeypatch.setattr(grading, "_grade_limited", dies_on_third)
+    with pytest.raises(KeyboardInterrupt):
+        grading.grade_batch(LAB, _three(tmp_path))
+    rows = list(csv.DictReader((tmp_path / "batch" / f"grades-{LAB}.csv").open()))
+    assert [r["submission"] for r in rows] == ["a-first", "b-slow"] and rows[0]["passed"] == "true"
 
 
 def test_lab_list_and_show(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,5 +1,5 @@
 """The lab widget without a cluster: tasks, file links and editors, Check showing findings with hints, and
-progress across tasks. ``Lab.check`` is replaced by offline grading of the working folder."""
+progress across tasks. ``Lab.check`` is replaced by grading the working folder against a recorded cluster."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 import labs
 from cluster import errors
-from graders import Report
-from labs import runtime, widget
+from graders import Report, load_bundle
+from labs import evidence, grading, runtime, widget
 
 pytestmark = pytest.mark.unit
 
@@ -19,15 +19,17 @@ BUNDLES = Path(__file__).resolve().parents[1] / "fixtures" / "labs" / "bundles"
 
 
 def offline_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lab_id: str = "03-scheduling") -> runtime.Lab:
-    """A lab whose Check grades its folder against a recorded untouched bundle."""
+    """A lab whose Check grades its folder with a recorded untouched cluster standing in for the live one (the
+    bundle's view answers as the live view did when it was recorded)."""
     spec = labs.get(lab_id)
     work = tmp_path / "work"
     shutil.copytree(spec.directory / "starter", work)
     lab = runtime.Lab(spec, work)
 
     def check(*, wait: float = 5.0) -> Report:
-        shutil.copyfile(BUNDLES / f"{lab_id}.unsolved.json", work / "evidence.json")
-        return labs.grade(lab_id, work)
+        recorded = load_bundle(BUNDLES / f"{lab_id}.unsolved.json").view()
+        files = evidence.read_files(work, spec.files)
+        return grading.run_checks(spec, evidence.Evidence(files, spec.linted, grading.fleet_facts(spec.fleet), recorded))
 
     monkeypatch.setattr(lab, "check", check)
     monkeypatch.chdir(tmp_path)

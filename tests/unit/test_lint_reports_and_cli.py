@@ -112,6 +112,10 @@ def test_reports_and_lint_results_render_themselves_in_a_notebook() -> None:
     assert data["text/html"] == widget.report_html(_report())
     assert "lab-1: 2/3.5" in data["text/plain"] and "✘ on-t4 (1.5 pt)  the pod is on a100-0" in data["text/plain"]
     assert "hint: select the T4 node" in data["text/plain"] and "\x1b[" not in data["text/plain"]
+    noted = findings.Report("lab-1", 0, 1, (), notes=("the bundle's <claims> were not scored",))
+    noted_data, _ = DisplayFormatter().format(noted)
+    assert "note: the bundle's &lt;claims&gt; were not scored" in noted_data["text/html"]
+    assert "note: the bundle's <claims> were not scored" in noted_data["text/plain"]
     lint_data, _ = DisplayFormatter().format(_result())
     assert lint_data["text/html"] == widget.lint_html(_result())
     assert "gpu-integer" in lint_data["text/plain"] and "1 file checked" in lint_data["text/plain"]

@@ -71,3 +71,14 @@ def test_every_rule_is_documented() -> None:
     """Each rule module states its id and its behaviour in a docstring."""
     for info in rules.RULES:
         assert info.summary and len(info.summary) > 20, info.id
+
+
+def test_a_configmap_config_notes_that_applying_it_reloads_nothing(fleet: context.FleetFacts) -> None:
+    """reference §9: an info note on configs inside a ConfigMap (a restart applies edits), none on bare files."""
+    folder = FIXTURES / "device-plugin-config"
+    in_cm = lint.lint_paths([folder / "valid-configmap.yaml"], fleet).findings
+    bare = lint.lint_paths([folder / "valid-time-slicing.yaml"], fleet).findings
+    def notes(found: tuple[findings.Finding, ...]) -> list[findings.Finding]:
+        return [f for f in found if f.severity is findings.Severity.INFO and "changes no node by itself" in f.message]
+    assert [f.rule for f in notes(in_cm)] == ["device-plugin-config"] and "rollout restart" in notes(in_cm)[0].hint
+    assert notes(bare) == []

@@ -1,13 +1,16 @@
 """The kubelet's device manager and the NVIDIA device plugin's ``Allocate``, as a pod-agent admission hook.
 
 For extended resources, devices come from the list the plugin registered (the node's ``gpulab.dev/device-registry``
-annotation, written by the stack); devices held by the node's other live pods are taken. Shared replicas are
+annotation, written by the stack); devices held by the node's other live pods are taken, as the kubelet's own
+device-manager checkpoint (``cluster.sim.checkpoint``, kept by the pod agent) records them. Pod annotations are
+never read back for this: a tenant can write them, and could otherwise make another tenant's pod fail. Shared replicas are
 picked by the plugin's ``sharedDevicesAllocationPolicy`` (``distributed``: the GPU with the fewest replicas in
 use; ``packed``: the busiest GPU that still has one). A container asking for more than one replica of a
 resource with ``failRequestsGreaterThanOne`` is refused with the kubelet's wrapping of the plugin's error
 (reference section 1). For DRA, allocated claims count as prepared: the container gets the allocated devices.
-The allocation is recorded on the pod (``gpulab.dev/devices`` and ``gpulab.dev/env`` with
-``NVIDIA_VISIBLE_DEVICES``). This hook must not bind or schedule anything.
+The allocation is recorded in the checkpoint, and shown on the pod (``gpulab.dev/devices`` and ``gpulab.dev/env``
+with ``NVIDIA_VISIBLE_DEVICES``) for people and the DCGM exporter to read. This hook must not bind or schedule
+anything.
 """
 
 from __future__ import annotations
@@ -25,9 +28,7 @@ from cluster.sim.gpu import dra, hoststate, names
 log = logging.getLogger(__name__)
 
 UNEXPECTED = "UnexpectedAdmissionError"
-# The kubelet's own record of what it handed out (its device-manager checkpoint), per node and pod UID; it covers
-# pods admitted a moment ago whose annotations have not come back through the watch yet.
-_CHECKPOINT: dict[str, dict[str, set[str]]] = {}
+CLAIM_PREFIX = "claim/"  # checkpoint entries of DRA devices: resource "claim/<pod's claim name>", device name as id
 
 
 @dataclass(frozen=True)
@@ -64,18 +65,6 @@ def container_requests(pod: Mapping[str, Any]) -> list[tuple[str, str, int]]:
                 if count > 0:
                     out.append((c["name"], name, count))
     return out
-
-
-def held_ids(pods: Sequence[Mapping[str, Any]]) -> set[str]:
-    held: set[str] = set()
-    for p in pods:
-        try:
-            raw = json.loads((p.get("metadata", {}).get("annotations") or {}).get(names.POD_DEVICES, "{}"))
-        except ValueError:
-            continue
-        for items in raw.values() if isinstance(raw, dict) else ():
-            held.update(str(i.get("id")) for i in items if isinstance(i, dict) and "resource" in i and i.get("id"))
-    return held
 
 
 def pick(devices: Sequence[Registered], taken: set[str], count: int, policy: str) -> list[Registered] | None:
@@ -171,17 +160,16 @@ async def admit(pod: Mapping[str, Any], ctx: admission.Context) -> admission.Dec
     if not container_requests(pod) and not pod.get("spec", {}).get("resourceClaims"):
         return None
     node_name = str(ctx.node.get("metadata", {}).get("name", ""))
-    live = {str(p["metadata"]["uid"]) for p in ctx.pods_on_node}
-    checkpoint = _CHECKPOINT.setdefault(node_name, {})
-    for uid in [u for u in checkpoint if u not in live]:
-        del checkpoint[uid]
-    taken = held_ids(ctx.pods_on_node) | {i for ids in checkpoint.values() for i in ids}
-    result = allocate(pod, ctx.node, taken)
+    uid = str(pod["metadata"]["uid"])
+    # A pod admitted again (the agent restarted before it started the pod) does not compete with itself.
+    result = allocate(pod, ctx.node, ctx.checkpoint.taken(node_name, except_pod=uid))
     if isinstance(result, admission.Decision):
         return result
     for container, items in (await _claims(pod, ctx.node, ctx.client)).items():
         result.setdefault(container, []).extend(items)
-    checkpoint[str(pod["metadata"]["uid"])] = {i["id"] for items in result.values() for i in items if "resource" in i}
+    ctx.checkpoint.record(node_name, uid, {c: [(i["resource"], i["id"]) if "resource" in i else
+                                               (CLAIM_PREFIX + i["claim"], i["id"]) for i in items]
+                                           for c, items in result.items()})
     record = _record(result)
     env = {k: v for c in json.loads(record[names.POD_ENV]).values() for k, v in c.items()}
     return admission.Decision(annotations=record, env=env)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cluster.gpu import inventory
+from cluster.sim import checkpoint
 from cluster.sim.gpu import names
 
 # Board power limits (W) used to scale simulated power draw; public spec-sheet figures.
@@ -84,8 +85,31 @@ def pod_load(pod: Mapping[str, Any]) -> tuple[float, int]:
     return util, mem
 
 
+def held_devices(entries: Sequence[checkpoint.Entry], node: Mapping[str, Any]) -> dict[str, str]:
+    """Device UUID -> the container holding it, from the kubelet's checkpoint entries of one pod.
+
+    IDs become UUIDs through what the node's plugin registered (extended resources) or its DRA devices (claims):
+    nothing a pod's owner can write decides which GPU's memory a pod uses."""
+    from cluster.sim.gpu import admission, dra, hoststate
+
+    registered, _, _ = admission.registry(node)
+    by_id = {d.id: d.uuid for devices in registered.values() for d in devices}
+    inv = hoststate.inventory_of(node)
+    by_name = dra.uuids_by_device(inv) if inv is not None else {}
+    out: dict[str, str] = {}
+    for e in entries:
+        table = by_name if e.resource.startswith(admission.CLAIM_PREFIX) else by_id
+        for device in e.device_ids:
+            if device in table:
+                out.setdefault(table[device], e.container)
+    return out
+
+
 def pod_devices(pod: Mapping[str, Any]) -> dict[str, str]:
-    """Device UUID -> the container holding it, from the allocation the admission hook recorded."""
+    """Device UUID -> the container holding it, from the allocation shown on the pod (``gpulab.dev/devices``).
+
+    Only for clusters whose kubelets gpulab does not play (no checkpoint): anyone who can edit the pod can
+    write the annotation."""
     ann = pod.get("metadata", {}).get("annotations") or {}
     try:
         raw = json.loads(ann.get(names.POD_DEVICES, "{}"))

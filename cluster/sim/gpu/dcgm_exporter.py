@@ -11,6 +11,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
@@ -19,7 +20,7 @@ from prometheus_client.registry import Collector
 
 from cluster import errors
 from cluster.kube.client import AsyncClient
-from cluster.sim import nodes as nodes_mod
+from cluster.sim import checkpoint, nodes as nodes_mod
 from cluster.sim.gpu import dcgm, events, hoststate, names, operands, world as world_mod
 
 log = logging.getLogger("gpulab.gpu-stack.dcgm")
@@ -56,8 +57,10 @@ class _Snapshot(Collector):
 
 class Exporter:
     def __init__(self, client: AsyncClient, world: world_mod.World, recorder: events.Recorder,
-                 operand_states: dict[str, dict[str, operands.OperandState]]) -> None:
+                 operand_states: dict[str, dict[str, operands.OperandState]],
+                 device_checkpoint: Path | None = None) -> None:
         self.client = client
+        self.device_checkpoint = device_checkpoint  # the pod agent's record of who holds which device
         self.world = world
         self.recorder = recorder
         self.operand_states = operand_states
@@ -95,17 +98,19 @@ class Exporter:
             return False
         return self.operand_states.get(name, {}).get("dcgm-exporter", operands.OperandState()).phase == operands.OK
 
-    def _claims(self, name: str) -> dict[str, list[dcgm.Claim]]:
+    def _claims(self, name: str, record: checkpoint.DeviceCheckpoint | None) -> dict[str, list[dcgm.Claim]]:
         """Device uuid -> running pods' claims in claim order (new or raised claims go to the end)."""
         per_device: dict[str, dict[str, dcgm.Claim]] = {}
         for pod in self.world.pods_on(name):
             meta = pod["metadata"]
-            if names.POD_DEVICES not in (meta.get("annotations") or {}):
+            if record is None and names.POD_DEVICES not in (meta.get("annotations") or {}):
                 continue
             if pod.get("status", {}).get("phase") != "Running" or meta["uid"] in self.failed or _crashing(pod):
                 continue
             util, mem = dcgm.pod_load(pod)
-            for uuid, container in dcgm.pod_devices(pod).items():
+            held = (dcgm.pod_devices(pod) if record is None
+                    else dcgm.held_devices(record.entries(meta["uid"]), self.world.nodes[name]))
+            for uuid, container in held.items():
                 per_device.setdefault(uuid, {})[meta["uid"]] = dcgm.Claim(
                     meta["uid"], meta["namespace"], meta["name"], container, util, mem)
         out: dict[str, list[dcgm.Claim]] = {}
@@ -124,13 +129,14 @@ class Exporter:
 
     async def tick(self) -> None:
         rows: list[tuple[str, dict[str, str], float]] = []
+        record = None if self.device_checkpoint is None else checkpoint.DeviceCheckpoint(self.device_checkpoint)
         for name in sorted(self.world.nodes):
             if not self._exporting(name):
                 continue
             inv = hoststate.inventory_of(self.world.nodes[name])
             if inv is None:
                 continue
-            claims = self._claims(name)
+            claims = self._claims(name, record)
             key = (inv, tuple(sorted((u, tuple(c)) for u, c in claims.items())))
             cached = self._rows.get(name)
             if cached is not None and cached[0] == key:

@@ -19,7 +19,10 @@ from cluster.gpu import advertise as advertise_mod, catalog, inventory, mig
 from cluster.sim import nodes
 from cluster.sim.gpu import names
 
-FAULT_KINDS = ("validation-failing", "driver-missing", "nouveau-bound", "toolkit-misconfigured", "gpu-unhealthy")
+# One fault per step of the operator's validation chain (driver -> toolkit -> CUDA -> plugin,
+# ``OP cmd/nvidia-validator/main.go``), plus an unhealthy GPU.
+FAULT_KINDS = ("driver-missing", "nouveau-bound", "toolkit-misconfigured", "cuda-validation-failing",
+               "plugin-validation-failing", "gpu-unhealthy")
 
 
 @dataclass(frozen=True)
@@ -42,8 +45,12 @@ class Faults:
         return "toolkit-misconfigured" not in self.kinds
 
     @property
-    def validation_fails(self) -> bool:
-        return "validation-failing" in self.kinds
+    def cuda_fails(self) -> bool:
+        return "cuda-validation-failing" in self.kinds
+
+    @property
+    def plugin_validation_fails(self) -> bool:
+        return "plugin-validation-failing" in self.kinds
 
 
 def node_annotations(node: Mapping[str, Any]) -> Mapping[str, str]:

@@ -1,7 +1,8 @@
 """The objects ``gpulab gpu-operator install`` creates: namespace, ClusterPolicy CRD and default policy, the
 default mig-parted ConfigMap, the operand DaemonSets, the operator Deployment and the DRA DeviceClasses.
 
-Shapes follow the GPU Operator (``OP api/nvidia/v1/clusterpolicy_types.go``, ``assets/state-*``): DaemonSets select
+The CRD is NVIDIA's own, generated from ``OP api/nvidia/v1/clusterpolicy_types.go``; the other shapes follow the
+GPU Operator's ``assets/state-*``: DaemonSets select
 nodes by ``nvidia.com/gpu.deploy.<operand>=true`` and tolerate the ``nvidia.com/gpu`` taint. The real
 DaemonSet controller creates their pods; the pod agent runs them; the stack shows their failures. Plain data.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cluster.gpu import catalog, mig
+from cluster.gpu import catalog, clusterpolicy_crd, mig
 from cluster.sim.gpu import names, operands, policy as policy_mod
 
 IMAGE = "nvcr.io/nvidia/gpu-operator-sim:v26.7.0"
@@ -21,79 +22,24 @@ def namespace() -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.NAMESPACE}}
 
 
-def _component(extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """An operand's spec: the common fields of the operator's CRD (unknown fields are rejected, not kept)."""
-    string = {"type": "string"}
-    props: dict[str, Any] = {
-        "enabled": {"type": "boolean"}, "repository": string, "image": string, "version": string,
-        "imagePullPolicy": string, "imagePullSecrets": {"type": "array", "items": string},
-        "args": {"type": "array", "items": string},
-        "env": {"type": "array", "items": {"type": "object", "properties": {"name": string, "value": string}}},
-        "resources": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-    }
-    props.update(extra or {})
-    return {"type": "object", "properties": props}
-
-
-def _config_ref() -> dict[str, Any]:
-    return {"config": {"type": "object", "properties": {"name": {"type": "string"}, "default": {"type": "string"}}}}
-
-
 def crd() -> dict[str, Any]:
-    spec_props = {
-        "operator": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-        "daemonsets": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-        "devicePlugin": _component({**_config_ref(),
-                                    "mps": {"type": "object", "properties": {"root": {"type": "string"}}}}),
-        "migManager": _component(_config_ref()),
-        "mig": {"type": "object", "properties": {"strategy": {"type": "string", "enum": ["none", "single", "mixed"]}}},
-        "gfd": _component(),
-        "dcgmExporter": _component(_config_ref()),
-        "dcgm": _component(),
-        "validator": _component(),
-        "driver": _component(),
-        "toolkit": _component(),
-        "nodeStatusExporter": _component(),
-    }
-    schema = {
-        "type": "object",
-        "properties": {
-            "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
-            "spec": {"type": "object", "properties": spec_props},
-            "status": {"type": "object", "properties": {
-                "state": {"type": "string", "enum": ["ignored", "ready", "notReady", "disabled"]},
-                "namespace": {"type": "string"},
-                "conditions": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-            }},
-        },
-    }
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": names.CRD_NAME},
-        "spec": {
-            "group": "nvidia.com", "scope": "Cluster",
-            "names": {"kind": "ClusterPolicy", "listKind": "ClusterPolicyList", "plural": "clusterpolicies",
-                      "singular": "clusterpolicy"},
-            "versions": [{
-                "name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema},
-                "subresources": {"status": {}},
-                "additionalPrinterColumns": [
-                    {"name": "Status", "type": "string", "jsonPath": ".status.state"},
-                    {"name": "Age", "type": "string", "jsonPath": ".metadata.creationTimestamp", "format": "date-time"},
-                ],
-            }],
-        },
-    }
+    """NVIDIA's ClusterPolicy CRD, generated from the GPU Operator's ``api/nvidia/v1`` types (``cluster.gpu.clusterpolicy_crd``)."""
+    return clusterpolicy_crd.crd()
 
 
 def cluster_policy() -> dict[str, Any]:
-    """The Helm chart's default ClusterPolicy (``mig.strategy: single``, every operand enabled)."""
+    """The Helm chart's default ClusterPolicy (``mig.strategy: single``, every operand enabled).
+
+    The CRD requires ``operator`` (with ``defaultRuntime``), ``daemonsets``, ``driver``, ``toolkit``,
+    ``devicePlugin``, ``dcgm``, ``dcgmExporter``, ``gfd`` and ``nodeStatusExporter``; the API server then
+    fills in the CRD's defaults (``operator.runtimeClass: nvidia``, ...)."""
     on = {"enabled": True}
     return {
         "apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": names.POLICY_NAME},
         "spec": {
             "operator": {"defaultRuntime": "containerd"},
-            "driver": dict(on), "toolkit": dict(on), "validator": dict(on), "gfd": dict(on),
+            "daemonsets": {"priorityClassName": "system-node-critical", "updateStrategy": "RollingUpdate"},
+            "driver": dict(on), "toolkit": dict(on), "gfd": dict(on),
             "dcgm": dict(on), "dcgmExporter": dict(on), "nodeStatusExporter": {"enabled": False},
             "devicePlugin": {"enabled": True, "mps": {"root": policy_mod.DEFAULT_MPS_ROOT}},
             "mig": {"strategy": "single"},

@@ -1,16 +1,17 @@
-"""The MIG manager's decisions for one node (``MP pkg/mig/reconfigure/reconfigure.go``, reference section 3).
+"""The MIG manager's decisions for one node (``MP pkg/mig/reconfigure/reconfigure.go``, reference sections 3, 9).
 
 Given the ``nvidia.com/mig.config`` label, the mig-parted file and the GPUs' current layout, decide: nothing to
 do, ``failed`` at once (the name is not in the file, the file is broken), ``success`` at once (already applied),
-or a real reconfiguration (``pending``, evict GPU pods, pause the GPU clients, apply, then ``success`` or
-``failed`` with the reason). The stack runs the steps and the delay. Plain data.
+or a real reconfiguration (``pending``, pause the operator's GPU clients, apply GPU by GPU, then ``success`` or
+``failed`` with the reason). The MIG manager never touches user pods: a GPU still held by a workload makes the
+driver refuse the change (``apply_per_gpu``). The stack runs the steps and the delay. Plain data.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,23 +33,26 @@ class Decision:
 
 def failure(node: Mapping[str, Any]) -> tuple[str, str]:
     """(config, reason) of the last failed reconfiguration, or ("", "")."""
+    config, reason, _ = _failure(node)
+    return config, reason
+
+
+def _failure(node: Mapping[str, Any]) -> tuple[str, str, str]:
     try:
         raw = json.loads(hoststate.node_annotations(node).get(names.MIG_FAILURE, "{}"))
-        return str(raw.get("config", "")), str(raw.get("reason", ""))
+        return str(raw.get("config", "")), str(raw.get("reason", "")), str(raw.get("pod", ""))
     except (ValueError, AttributeError):
-        return "", ""
+        return "", "", ""
 
 
-def failure_annotation(config: str, reason: str) -> str:
-    return json.dumps({"config": config, "reason": reason}, sort_keys=True)
+def failure_annotation(config: str, reason: str, pod: str = "") -> str:
+    """The failure record; ``pod`` is the mig-manager pod that failed (a new one tries the label again)."""
+    return json.dumps({"config": config, "reason": reason, "pod": pod}, sort_keys=True)
 
 
 def _same(layouts: tuple[mig.GpuLayout, ...], gpus: tuple[inventory.GpuInfo, ...]) -> bool:
     now = {g.index: mig.current_layout(g) for g in gpus}
-    return all(
-        now[l.index].mig_enabled == l.mig_enabled and sorted(now[l.index].placements, key=repr) == sorted(l.placements, key=repr)
-        for l in layouts
-    )
+    return all(_same_layout(now[l.index], l) for l in layouts)
 
 
 @functools.lru_cache(maxsize=16)
@@ -60,7 +64,10 @@ def _parse(text: str, source: str) -> tuple[mig.MigPartedConfig | None, str]:
         return None, "; ".join(exc.problems)
 
 
-def decide(node: Mapping[str, Any], pol: policy_mod.Policy | None, file_text: str | None) -> Decision:
+def decide(node: Mapping[str, Any], pol: policy_mod.Policy | None, file_text: str | None,
+           manager_pod: str | None = None) -> Decision:
+    """``manager_pod`` is the node's mig-manager pod now: after a failure, the manager waits for the label to
+    change (``MP cmd/nvidia-mig-manager/main.go``), and a new manager pod applies the current label again."""
     hw = hoststate.hardware(node)
     labels = hoststate.node_labels(node)
     wanted = labels.get(names.MIG_CONFIG)
@@ -70,7 +77,8 @@ def decide(node: Mapping[str, Any], pol: policy_mod.Policy | None, file_text: st
     applied = hoststate.node_annotations(node).get(names.MIG_APPLIED)
     if state == "success" and applied == wanted:
         return Decision(NONE)
-    if state == "failed" and failure(node)[0] == wanted:
+    failed_config, _, failed_pod = _failure(node)
+    if state == "failed" and failed_config == wanted and (manager_pod is None or failed_pod in ("", manager_pod)):
         return Decision(NONE)
     inv = hoststate.inventory_of(node, with_faults=False)
     assert inv is not None
@@ -97,15 +105,71 @@ def restored_labels(node_labels: Mapping[str, str]) -> dict[str, str]:
     return {k: "true" for k, v in node_labels.items() if k.startswith(names.DEPLOY_PREFIX) and v == names.PAUSED}
 
 
-def is_gpu_pod(pod: Mapping[str, Any]) -> bool:
-    """A workload pod holding GPUs (an extended ``nvidia.com/*`` resource or a resource claim)."""
-    if pod.get("metadata", {}).get("namespace") == names.NAMESPACE:
-        return False
-    spec = pod.get("spec", {})
-    if spec.get("resourceClaims"):
-        return True
-    for c in spec.get("containers", []) + spec.get("initContainers", []):
-        res = c.get("resources", {})
-        if any(k.startswith("nvidia.com/") for k in {**res.get("limits", {}), **res.get("requests", {})}):
-            return True
-    return False
+def held_instances(pods: Iterable[Mapping[str, Any]], gpus: Iterable[inventory.GpuInfo]) -> dict[int, set[int | None]]:
+    """GPU index -> what live workload pods hold on it: MIG instances by creation position, ``None`` for the whole
+    GPU. Read from the devices the kubelet-side Allocate recorded on each pod (``gpulab.dev/devices``)."""
+    where: dict[str, tuple[int, int | None]] = {}
+    for g in gpus:
+        where[g.uuid] = (g.index, None)
+        where.update({m.uuid: (g.index, i) for i, m in enumerate(g.mig_devices)})
+    held: dict[int, set[int | None]] = {}
+    for pod in pods:
+        if pod.get("metadata", {}).get("namespace") == names.NAMESPACE:
+            continue
+        if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        try:
+            recorded = json.loads((pod["metadata"].get("annotations") or {}).get(names.POD_DEVICES, "{}"))
+        except ValueError:
+            continue
+        for devices in (recorded.values() if isinstance(recorded, dict) else ()):
+            for d in devices if isinstance(devices, list) else ():
+                hit = where.get(str(d.get("uuid", ""))) if isinstance(d, dict) else None
+                if hit is not None:
+                    held.setdefault(hit[0], set()).add(hit[1])
+    return held
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Every GPU's layout after an apply attempt, and the driver's refusal if one GPU was busy."""
+
+    layouts: tuple[mig.GpuLayout, ...]
+    reason: str | None = None
+
+
+def apply_per_gpu(target: tuple[mig.GpuLayout, ...], gpus: tuple[inventory.GpuInfo, ...],
+                  held: Mapping[int, set[int | None]]) -> Outcome:
+    """``nvidia-mig-parted apply`` GPU by GPU: a GPU whose layout already matches is skipped; a GPU a workload
+    still holds makes the driver refuse ("In use by another client") and the apply stops there.
+
+    A MIG-mode change needs a GPU reset, refused outright on a busy GPU. A new layout on a MIG-enabled GPU first
+    destroys its instances (here in reverse creation order, our choice); destroying stops at the first busy one,
+    and the instances already destroyed stay destroyed.
+    """
+    out = {g.index: mig.current_layout(g) for g in gpus}
+    for want in sorted(target, key=lambda l: l.index):
+        now = out.get(want.index)
+        if now is None or _same_layout(now, want):
+            continue
+        busy = held.get(want.index, set())
+        if busy and (now.mig_enabled != want.mig_enabled or None in busy):
+            return Outcome(_ordered(out), f"GPU {want.index}: error setting MIG mode: In use by another client")
+        if busy:
+            kept = list(now.placements)
+            while kept and len(kept) - 1 not in busy:
+                kept.pop()
+            out[want.index] = mig.GpuLayout(want.index, True, tuple(kept))
+            p = kept[-1]
+            return Outcome(_ordered(out), f"GPU {want.index}: error destroying GPU instance {p.profile} at "
+                                          f"placement {p.start}:{p.size}: In use by another client")
+        out[want.index] = want
+    return Outcome(_ordered(out))
+
+
+def _ordered(layouts: Mapping[int, mig.GpuLayout]) -> tuple[mig.GpuLayout, ...]:
+    return tuple(layouts[i] for i in sorted(layouts))
+
+
+def _same_layout(a: mig.GpuLayout, b: mig.GpuLayout) -> bool:
+    return a.mig_enabled == b.mig_enabled and sorted(a.placements, key=repr) == sorted(b.placements, key=repr)

@@ -1,5 +1,7 @@
-"""Runs the MIG manager's reconfiguration on a node: ``pending``, pause the GPU clients, evict GPU pods, apply
-after a short delay, then ``success`` or ``failed`` with the reason (node annotation and a Warning event).
+"""Runs the MIG manager's reconfiguration on a node the way ``MP pkg/mig/reconfigure/reconfigure.go`` does:
+``pending``; the operator's GPU clients paused through their deploy labels and waited for; the layout applied
+GPU by GPU after a short delay; then ``success`` (validator pod restarted, labels restored) or ``failed`` with
+the reason (labels restored, node annotation and a Warning event). User pods are never evicted or deleted.
 
 One task per node; a new ``nvidia.com/mig.config`` value cancels the running one and starts over, as the real
 MIG manager restarts its reconcile loop on a label change.
@@ -13,11 +15,15 @@ import time
 from typing import Any
 
 from cluster import errors
+from cluster.gpu import mig
 from cluster.kube.client import AsyncClient
-from cluster.sim.gpu import events, hoststate, migmanager, names, world as world_mod
+from cluster.sim.gpu import events, hoststate, migmanager, names, operands, world as world_mod
 
 log = logging.getLogger("gpulab.gpu-stack.mig-manager")
-EVICTION_TIMEOUT = 10.0
+# The real wait is 5 minutes per operand; a timeout leaves the labels paused and the state pending (mig-parted#485).
+OPERAND_WAIT_TIMEOUT = 60.0
+# Operand pods the MIG manager waits to see gone (``waitForPodsToBeDeleted``); the sim has no separate dcgm pod.
+WAITED_OPERANDS = ("device-plugin", "gpu-feature-discovery", "dcgm-exporter", "dcgm")
 
 
 class MigRunner:
@@ -59,13 +65,24 @@ class MigRunner:
             await self._patch(name, {names.MIG_CONFIG_STATE: "pending", **migmanager.paused_labels(labels)}, {})
             log.info("%s: applying MIG config %s", name, config)
             started = time.monotonic()
-            await self._evict(name)
+            if not await self._wait_operands_gone(name):
+                log.warning("%s: operand pods did not go; the MIG config stays pending", name)
+                return
             await asyncio.sleep(max(0.0, migmanager.APPLY_SECONDS - (time.monotonic() - started)))
             node = self.world.nodes[name]
             decision = migmanager.decide(node, self.world.policy, self.world.mig_file())
-            reason = decision.reason if decision.action in (migmanager.APPLY, migmanager.FAILED) else None
             if decision.config != config:
                 return  # the label changed meanwhile; the reconcile that saw it starts over
+            if decision.action == migmanager.APPLY and decision.result is not None and decision.result.ok:
+                inv = hoststate.inventory_of(node, with_faults=False)
+                assert inv is not None
+                held = migmanager.held_instances(self.world.pods_on(name), inv.gpus)
+                outcome = migmanager.apply_per_gpu(decision.result.layouts, inv.gpus, held)
+                if outcome.reason is None:
+                    await self._restart_validator(name)
+                await self._finish(name, config, outcome.reason, decision, outcome.layouts)
+                return
+            reason = decision.reason if decision.action in (migmanager.APPLY, migmanager.FAILED) else None
             await self._finish(name, config, reason or None, decision)
         except asyncio.CancelledError:
             raise
@@ -76,41 +93,49 @@ class MigRunner:
             if current and current[1] is asyncio.current_task():
                 self.tasks.pop(name, None)
 
-    async def _evict(self, name: str) -> None:
-        """Delete the node's GPU pods and wait (bounded) until they are gone, as the MIG manager drains GPU clients."""
-        victims = [p for p in self.world.pods_on(name) if migmanager.is_gpu_pod(p)
-                   and p.get("status", {}).get("phase") in (None, "Pending", "Running")]
-        for pod in victims:
-            m = pod["metadata"]
-            await self.recorder.record(pod, "Normal", "Killing",
-                                       f"Stopping GPU workload for MIG reconfiguration of node {name}", host=name)
-            try:
-                await self.client.delete(f"/api/v1/namespaces/{m['namespace']}/pods/{m['name']}")
-            except errors.NotFound:
-                pass
-        deadline = time.monotonic() + EVICTION_TIMEOUT
-        keys = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in victims}
-        while keys and time.monotonic() < deadline:
-            alive = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in self.world.pods_on(name)}
-            keys &= alive
-            if keys:
-                await asyncio.sleep(0.1)
+    async def _wait_operands_gone(self, name: str) -> bool:
+        """Wait (bounded) until the paused operands' pods have left the node; their DaemonSets remove them."""
+        deadline = time.monotonic() + OPERAND_WAIT_TIMEOUT
+        while time.monotonic() < deadline:
+            if not any(operands.operand_of(p) in WAITED_OPERANDS for p in self.world.operator_pods_on(name)):
+                return True
+            await asyncio.sleep(0.1)
+        return False
 
-    async def _finish(self, name: str, config: str, reason: str | None, decision: migmanager.Decision) -> None:
+    async def _restart_validator(self, name: str) -> None:
+        """``restartValidatorPod``: delete the node's validator pod so its DaemonSet runs every validation again."""
+        for pod in self.world.operator_pods_on(name):
+            if operands.operand_of(pod) == "operator-validator" and not pod["metadata"].get("deletionTimestamp"):
+                try:
+                    await self.client.delete(f"/api/v1/namespaces/{names.NAMESPACE}/pods/{pod['metadata']['name']}")
+                except errors.NotFound:
+                    pass
+
+    def _manager_pod(self, name: str) -> str:
+        return next((str(p["metadata"].get("uid", "")) for p in self.world.operator_pods_on(name)
+                     if operands.operand_of(p) == "mig-manager" and not p["metadata"].get("deletionTimestamp")), "")
+
+    async def _finish(self, name: str, config: str, reason: str | None, decision: migmanager.Decision,
+                      layouts: tuple[mig.GpuLayout, ...] | None = None) -> None:
         node = self.world.nodes.get(name)
         if node is None:
             return
         restored = migmanager.restored_labels(hoststate.node_labels(node))
-        if reason is None and decision.result is not None:
+        if layouts is None and reason is None and decision.result is not None:
+            layouts = decision.result.layouts
+        if reason is None and layouts is not None:
             annotations: dict[str, str | None] = {
-                names.MIG_LAYOUT: hoststate.layout_annotation(decision.result.layouts),
+                names.MIG_LAYOUT: hoststate.layout_annotation(layouts),
                 names.MIG_APPLIED: config, names.MIG_FAILURE: None}
             await self._patch(name, {names.MIG_CONFIG_STATE: "success", **restored}, annotations)
             log.info("%s: MIG config %s applied", name, config)
             return
         text = reason or "unknown error"
-        await self._patch(name, {names.MIG_CONFIG_STATE: "failed", **restored},
-                          {names.MIG_FAILURE: migmanager.failure_annotation(config, text)})
+        failed: dict[str, str | None] = {
+            names.MIG_FAILURE: migmanager.failure_annotation(config, text, self._manager_pod(name))}
+        if layouts is not None:  # what the driver did before it refused stays done
+            failed.update({names.MIG_LAYOUT: hoststate.layout_annotation(layouts), names.MIG_APPLIED: None})
+        await self._patch(name, {names.MIG_CONFIG_STATE: "failed", **restored}, failed)
         await self.recorder.record({"kind": "Node", "apiVersion": "v1", "metadata": node["metadata"]}, "Warning",
                                    "MigConfigFailed", f"failed to apply MIG config {config}: {text}", host=name)
         log.info("%s: MIG config %s failed: %s", name, config, text)

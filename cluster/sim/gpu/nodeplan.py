@@ -29,7 +29,7 @@ class NodePlan:
     operands: dict[str, operands.OperandState] = field(default_factory=dict)
     dra_mode: bool = False
     dra_inventory: inventory.NodeInventory | None = None  # publish a slice for these GPUs; None = no slice
-    awaiting_validation: bool = False  # prerequisites pass; the validator's CUDA run has not finished yet
+    awaiting_validation: bool = False  # driver and toolkit pass; the plugin has not registered yet
 
     @property
     def empty(self) -> bool:
@@ -94,9 +94,18 @@ def plugin_state(pol: policy_mod.Policy, node_labels: Mapping[str, str], dra_mod
     return plugin.RUNNING
 
 
+def _loaded_patch(ann: Mapping[str, str], key: str, loaded: plugin.Loaded | None, state: str) -> dict[str, str | None]:
+    value = loaded.annotation() if loaded is not None and state != plugin.ABSENT else None
+    return {key: value} if ann.get(key) != value else {}
+
+
 def plan(node: Mapping[str, Any], pol: policy_mod.Policy | None, configmaps: Mapping[str, Mapping[str, str]],
-         *, validated: bool, timestamp: str) -> NodePlan:
-    """What ``node`` should show under ``pol`` (``None``: the operator is not installed)."""
+         *, validated: bool, timestamp: str, pod_uids: Mapping[str, str] | None = None) -> NodePlan:
+    """What ``node`` should show under ``pol`` (``None``: the operator is not installed).
+
+    ``pod_uids`` maps an operand (``device-plugin``, ``gpu-feature-discovery``) to its pod on the node now: a new
+    pod reads the config afresh, as a restarted plugin does. Without it, what the node loaded before is kept.
+    """
     meta = node.get("metadata", {})
     current = dict(meta.get("labels") or {})
     ann = hoststate.node_annotations(node)
@@ -110,21 +119,33 @@ def plan(node: Mapping[str, Any], pol: policy_mod.Policy | None, configmaps: Map
             gone[names.MIG_CONFIG_STATE] = None
         return NodePlan(labels=gone, capacity=map_patch(cap_now, {}),
                         allocatable=map_patch(alloc_now, {}),
-                        annotations={k: None for k in (names.DEVICE_REGISTRY, names.PLUGIN_CONFIG_APPLIED) if k in ann})
+                        annotations={k: None for k in (names.DEVICE_REGISTRY, names.PLUGIN_CONFIG_APPLIED,
+                                                       names.PLUGIN_CONFIG_LOADED, names.GFD_CONFIG_LOADED) if k in ann})
     wanted = operator_labels(pol, hw, current)
     labels_now = {**current, **wanted}
     f = hoststate.faults(node)
     dra_mode = labels_now.get(names.DRA_ENABLED) == "true"
-    choice = plugin.choose_config(pol, labels_now, configmaps, ann.get(names.PLUGIN_CONFIG_APPLIED))
+    uids = pod_uids or {}
+    choice, loaded = plugin.choose_config(pol, labels_now, configmaps,
+                                          plugin.Loaded.from_annotation(ann.get(names.PLUGIN_CONFIG_LOADED)),
+                                          uids.get("device-plugin"))
+    gfd_choice, gfd_loaded = plugin.choose_config(pol, labels_now, configmaps,
+                                                  plugin.Loaded.from_annotation(ann.get(names.GFD_CONFIG_LOADED)),
+                                                  uids.get("gpu-feature-discovery"))
     adv = plugin.advertisement(inv, choice)
-    states = operands.states(f, choice, adv.error if adv else None, adv.gfd_error if adv else None)
+    gfd_adv = plugin.advertisement(inv, gfd_choice)
+    states = operands.states(f, choice, adv.error if adv else None, gfd_adv.gfd_error if gfd_adv else None,
+                             gfd_choice)
     prereq = f.driver_ok and f.toolkit_ok
-    gate = validated and prereq and not f.validation_fails
+    # The plugin waits for driver-ready and toolkit-ready only; a failing CUDA or plugin validation leaves the
+    # GPUs allocatable (reference section 9, ``OP assets/state-device-plugin/0500_daemonset.yaml``).
+    gate = validated and prereq
     dp_state = plugin_state(pol, labels_now, dra_mode, "device-plugin", states["device-plugin"])
     gfd_state = plugin_state(pol, labels_now, dra_mode, "gpu-feature-discovery", states["gpu-feature-discovery"])
     cap, alloc = plugin.resources(dp_state, cap_now, adv, gate)
-    wanted.update(plugin.gfd_labels(gfd_state, current, adv, timestamp))
-    annotations: dict[str, str | None] = {}
+    wanted.update(plugin.gfd_labels(gfd_state, current, gfd_adv, timestamp))
+    annotations: dict[str, str | None] = {**_loaded_patch(ann, names.PLUGIN_CONFIG_LOADED, loaded, dp_state),
+                                          **_loaded_patch(ann, names.GFD_CONFIG_LOADED, gfd_loaded, gfd_state)}
     reg = registry(adv, choice) if dp_state == plugin.RUNNING else None
     if ann.get(names.DEVICE_REGISTRY) != reg:
         annotations[names.DEVICE_REGISTRY] = reg
@@ -137,5 +158,5 @@ def plan(node: Mapping[str, Any], pol: policy_mod.Policy | None, configmaps: Map
         capacity=map_patch(cap_now, cap), allocatable=map_patch(alloc_now, alloc),
         operands=states, dra_mode=dra_mode,
         dra_inventory=inv if dra_mode and gate else None,
-        awaiting_validation=prereq and not f.validation_fails and not validated,
+        awaiting_validation=prereq and not validated,
     )

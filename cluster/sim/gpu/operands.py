@@ -2,7 +2,9 @@
 
 The GPU Operator chains its operands through validations: the toolkit waits for the driver, the device plugin,
 GFD and the DCGM exporter wait for the toolkit (``toolkit-validation`` init container), the validator runs
-driver, toolkit, CUDA and plugin checks in turn. A fault therefore shows where a real cluster shows it: the
+driver, toolkit, CUDA and plugin checks in turn. Nothing waits for the CUDA or plugin checks
+(``OP assets/state-device-plugin/0500_daemonset.yaml``: the plugin's only init wait is ``toolkit-ready``), so a
+failing CUDA or plugin validation stalls the validator pod alone. A fault therefore shows where a real cluster shows it: the
 failing pod crash-loops with its message and the pods after it wait in ``Init``. The statuses built here are
 what ``kubectl get pods -n gpu-operator`` reads. Plain data.
 """
@@ -37,6 +39,8 @@ NOUVEAU = ("ERROR: The Nouveau kernel driver is currently in use by your system.
 TOOLKIT = ("error running nvidia-toolkit: unable to setup runtime: unable to configure containerd: "
            "failed to load config /etc/containerd/config.toml (simulated fault: toolkit-misconfigured)")
 CUDA = "Failed to allocate device vector A (error code no CUDA-capable device is detected)!"
+PLUGIN_VALIDATION = ("failed to validate the device plugin: plugin-validation workload pod failed "
+                     "(simulated fault: plugin-validation-failing)")
 
 
 @dataclass(frozen=True)
@@ -47,8 +51,9 @@ class OperandState:
 
 
 def states(f: hoststate.Faults, choice: plugin.ConfigChoice | None, adv_error: str | None,
-           gfd_error: str | None) -> dict[str, OperandState]:
-    """Every operand's state on a GPU node with faults ``f`` and the plugin config ``choice``."""
+           gfd_error: str | None, gfd_choice: plugin.ConfigChoice | None = None) -> dict[str, OperandState]:
+    """Every operand's state on a GPU node with faults ``f`` and the plugin config ``choice`` (GFD's own config
+    ``gfd_choice``, the plugin's when not given: each has its config-manager)."""
     prereq: OperandState | None = None
     if not f.driver_ok:
         prereq = OperandState(INIT_WAIT, "toolkit-validation", "waiting for the driver")
@@ -61,7 +66,8 @@ def states(f: hoststate.Faults, choice: plugin.ConfigChoice | None, adv_error: s
                               else OperandState()),
         "operator-validator": _validator(f),
         "device-plugin": prereq or _plugin(choice, adv_error, "nvidia-device-plugin"),
-        "gpu-feature-discovery": prereq or _plugin(choice, gfd_error, "gpu-feature-discovery"),
+        "gpu-feature-discovery": prereq or _plugin(gfd_choice if gfd_choice is not None else choice, gfd_error,
+                                                   "gpu-feature-discovery"),
         "dcgm-exporter": prereq or OperandState(),
         "mig-manager": prereq or OperandState(),
         "dra-kubelet-plugin": prereq or OperandState(),
@@ -82,8 +88,10 @@ def _validator(f: hoststate.Faults) -> OperandState:
         return OperandState(INIT_WAIT, "driver-validation", "waiting for the driver")
     if not f.toolkit_ok:
         return OperandState(INIT_WAIT, "toolkit-validation", "waiting for the container toolkit")
-    if f.validation_fails:
+    if f.cuda_fails:
         return OperandState(INIT_CRASH, "cuda-validation", CUDA)
+    if f.plugin_validation_fails:
+        return OperandState(INIT_CRASH, "plugin-validation", PLUGIN_VALIDATION)
     return OperandState()
 
 

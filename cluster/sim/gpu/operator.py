@@ -16,7 +16,7 @@ from typing import Any
 
 from cluster import errors
 from cluster.kube.client import Client
-from cluster.sim.gpu import dra, hoststate, manifests, names, nodeplan, plugin
+from cluster.sim.gpu import dra, hoststate, manifests, names, nodeplan, plugin, policy as policy_mod
 
 CRD_PATH = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{names.CRD_NAME}"
 NS_PATH = f"/api/v1/namespaces/{names.NAMESPACE}"
@@ -203,6 +203,7 @@ def status(client: Client) -> OperatorStatus:
         except errors.NotFound:
             url = ""
         pods = client.get(f"{NS_PATH}/pods").get("items", [])
+    edited = _edited_keys(client) if state is not None else {}
     out = []
     for node in client.get("/api/v1/nodes").get("items", []):
         hw = hoststate.hardware(node)
@@ -216,14 +217,29 @@ def status(client: Client) -> OperatorStatus:
         f = hoststate.faults(node)
         fault_list = sorted(f.kinds - {"gpu-unhealthy"}) + [f"gpu-unhealthy:{i}" for i in sorted(f.unhealthy)]
         ops = {p["metadata"]["name"]: _pod_status(p) for p in pods if p["spec"].get("nodeName") == name}
+        applied = hoststate.node_annotations(node).get(names.PLUGIN_CONFIG_APPLIED, "-") or "(empty)"
+        loaded = plugin.Loaded.from_annotation(hoststate.node_annotations(node).get(names.PLUGIN_CONFIG_LOADED))
+        if loaded is not None and loaded.key is not None and edited.get(loaded.key, loaded.text) != loaded.text:
+            applied += " (ConfigMap edited since loaded; restart the plugin)"
         out.append(NodeGpuStatus(
-            name, hw.model.key, hw.count, mode,
-            hoststate.node_annotations(node).get(names.PLUGIN_CONFIG_APPLIED, "-") or "(empty)",
+            name, hw.model.key, hw.count, mode, applied,
             labels.get(names.MIG_CONFIG, "-"), labels.get(names.MIG_CONFIG_STATE, "-"),
             {k: v for k, v in st.get("capacity", {}).items() if plugin.is_extended(k)},
             {k: v for k, v in st.get("allocatable", {}).items() if plugin.is_extended(k)},
             tuple(fault_list), ops))
     return OperatorStatus(state is not None, state or "", url, tuple(out))
+
+
+def _edited_keys(client: Client) -> dict[str, str]:
+    """The device-plugin ConfigMap's keys as they are now (to tell a learner that a plugin runs an older text)."""
+    try:
+        pol = policy_mod.from_object(client.get(f"{names.POLICY_PATH}/{names.POLICY_NAME}"))
+        if pol is None or not pol.device_plugin_config:
+            return {}
+        data = client.get(f"{NS_PATH}/configmaps/{pol.device_plugin_config}").get("data") or {}
+    except errors.NotFound:
+        return {}
+    return {str(k): str(v) for k, v in data.items()}
 
 
 # --- faults ------------------------------------------------------------------------------------------------------
@@ -249,6 +265,25 @@ def set_fault(client: Client, node_name: str, kind: str, gpu: int | None, presen
     client.patch(f"/api/v1/nodes/{node_name}",
                  {"metadata": {"annotations": {names.FAULTS: hoststate.faults_annotation(updated)}}})
     return updated
+
+
+# --- operand restarts ---------------------------------------------------------------------------------------------
+
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+
+
+def restart_daemonset(client: Client, name: str) -> str:
+    """What ``kubectl -n gpu-operator rollout restart daemonset/NAME`` does: stamp the pod template's
+    ``restartedAt`` annotation, so the DaemonSet controller replaces every pod (and a new device-plugin pod reads
+    its config again). Returns the timestamp written."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    body = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: stamp}}}}}
+    try:
+        client.patch(f"{names.APPS_PATH}/daemonsets/{name}", body)
+    except errors.NotFound as exc:
+        raise errors.ConfigError("restart", [f"daemonset {name!r} does not exist in {names.NAMESPACE}"],
+                                 hint=f"kubectl -n {names.NAMESPACE} get daemonsets") from exc
+    return stamp
 
 
 def dumps(st: OperatorStatus) -> str:

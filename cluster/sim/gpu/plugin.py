@@ -1,7 +1,8 @@
 """The device plugin and GFD on one node: which config they load, and what the node then shows.
 
 Config selection is the config-manager's (``DP cmd/config-manager``) with the operator's ``empty`` fallback;
-parsing and advertising are ``cluster.gpu``'s. What reaches the node follows the kubelet: a running plugin's
+parsing and advertising are ``cluster.gpu``'s. A running plugin keeps the file it loaded until it restarts or
+the config-manager switches keys (``Loaded``). What reaches the node follows the kubelet: a running plugin's
 resources replace the old ones; a plugin that stopped (crash, driver fault, MIG pause) leaves its resources in
 capacity with allocatable 0, as the kubelet marks a vanished plugin's devices unhealthy. Plain data.
 """
@@ -9,8 +10,9 @@ capacity with allocatable 0, as the kubelet marks a vanished plugin's devices un
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cluster.gpu import advertise as advertise_mod, device_plugin_config as dpc, inventory
 from cluster.sim.gpu import names, policy as policy_mod
@@ -35,22 +37,74 @@ class ConfigChoice:
         return self.config is not None
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """The config a running plugin (or GFD) read when it last (re)started: kept until it restarts.
+
+    Neither the config-manager sidecar nor the plugin watches the file, and the operator does not watch the
+    ConfigMap's contents (``DP cmd/config-manager/main.go``, reference section 9): an edited ConfigMap reaches a
+    node only when its pod is replaced (``pod`` changes: rollout restart, MIG reconfiguration), when the
+    config-manager switches to another key, or when the policy's ``devicePlugin.config`` changes (``ref``; the
+    operator then rolls the DaemonSet).
+    """
+
+    pod: str  # uid of the pod that loaded it ("" when no pod was seen yet)
+    key: str | None  # None = the empty config
+    text: str | None
+    ref: str  # the policy's config name and default at load time
+
+    def annotation(self) -> str:
+        return json.dumps({"pod": self.pod, "key": self.key, "text": self.text, "ref": self.ref}, sort_keys=True)
+
+    @classmethod
+    def from_annotation(cls, raw: str | None) -> Loaded | None:
+        return _loaded_from(raw)
+
+
+@functools.lru_cache(maxsize=4096)
+def _loaded_from(raw: str | None) -> Loaded | None:
+    """Parsed once per distinct annotation: a node's stays the same from one reconcile to the next."""
+    try:
+        data = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    key, text = data.get("key"), data.get("text")
+    return Loaded(str(data.get("pod", "")), key if isinstance(key, str) else None,
+                  text if isinstance(text, str) else None, str(data.get("ref", "")))
+
+
 def choose_config(pol: policy_mod.Policy, node_labels: Mapping[str, str],
-                  configmaps: Mapping[str, Mapping[str, str]], previous: str | None) -> ConfigChoice:
-    """Pick and load the config for one node. ``previous`` is the key it last ran with ("" = empty config)."""
+                  configmaps: Mapping[str, Mapping[str, str]], loaded: Loaded | None,
+                  pod_uid: str | None) -> tuple[ConfigChoice, Loaded | None]:
+    """The config one node's plugin runs with, and what it has loaded (``None``: it has loaded nothing).
+
+    ``loaded`` is what the node's plugin read before; ``pod_uid`` its pod now (``None`` when none is seen).
+    """
+    ref = f"{pol.device_plugin_config}/{pol.device_plugin_default}"
+    fresh = loaded is None or loaded.ref != ref or (pod_uid is not None and loaded.pod != pod_uid)
+    kept = None if fresh or loaded is None else _load(loaded.key, loaded.text, pol)
+    if kept is not None and kept.crash:
+        kept = None  # a crash-looping container starts again and reads the file as it is now
     if not pol.device_plugin_config:
-        return _load(None, None, pol)
+        return _load(None, None, pol), Loaded(pod_uid or "", None, None, ref)
     data = configmaps.get(pol.device_plugin_config)
     if data is None:
-        return ConfigChoice(missing_configmap=pol.device_plugin_config)
+        if kept is not None and loaded is not None:
+            return kept, loaded  # a running pod keeps the files it mounted
+        return ConfigChoice(missing_configmap=pol.device_plugin_config), None
     selection = dpc.select_config(data, node_labels.get(names.DEVICE_PLUGIN_CONFIG) or None,
                                   pol.device_plugin_default or None, ("empty",))
     if selection.error is not None:
-        if previous is None or (previous and previous not in data):
-            return ConfigChoice(init_error=selection.error)
-        kept = _load(previous or None, data.get(previous) if previous else None, pol)
-        return ConfigChoice(kept.key, kept.config, kept.crash, sidecar_error=selection.error)
-    return _load(selection.name, data.get(selection.name) if selection.name else None, pol)
+        if kept is None or loaded is None:
+            return ConfigChoice(init_error=selection.error), None
+        return replace(kept, sidecar_error=selection.error), loaded
+    if kept is not None and loaded is not None and selection.name == loaded.key:
+        return kept, loaded  # the config-manager's "Already configured. Skipping update..."
+    text = data.get(selection.name) if selection.name else None
+    pod = pod_uid if pod_uid is not None else (loaded.pod if loaded is not None else "")
+    return _load(selection.name, text, pol), Loaded(pod, selection.name, text, ref)
 
 
 def _load(key: str | None, text: str | None, pol: policy_mod.Policy) -> ConfigChoice:
@@ -88,7 +142,8 @@ def resources(state: str, current_capacity: Mapping[str, str], adv: advertise_mo
               gate_open: bool) -> tuple[dict[str, str], dict[str, str]]:
     """The node's ``nvidia.com/*`` capacity and allocatable for a plugin that is running, down or absent.
 
-    ``gate_open`` is the validator gate: until CUDA validation passes, allocatable stays 0.
+    ``gate_open`` is the validator gate: until the driver and toolkit validations pass and the plugin has
+    registered, allocatable stays 0.
     """
     if state == RUNNING and adv is not None and adv.error is None:
         cap = {k: str(v) for k, v in adv.capacity.items()}

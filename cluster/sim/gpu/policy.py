@@ -31,7 +31,7 @@ class PolicySpec(TypedDict, total=False):
     gfd: ComponentSpec
     migManager: ComponentSpec
     dcgmExporter: ComponentSpec
-    validator: ComponentSpec
+    validator: ComponentSpec  # NVIDIA's ValidatorSpec has no ``enabled``: the validator always runs
     driver: ComponentSpec
     toolkit: ComponentSpec
     mig: dict[str, str]
@@ -50,16 +50,16 @@ class Policy:
     mig_config: str = names.MIG_CONFIGMAP
     mig_config_default: str = DEFAULT_MIG_CONFIG_DEFAULT
     dcgm_exporter: bool = True
-    validator: bool = True
     driver: bool = True
     toolkit: bool = True
     mig_strategy: str = "single"
 
     def enabled(self, operand: str) -> bool:
-        """Whether an operand (deploy-label suffix) is enabled in this policy."""
+        """Whether an operand (deploy-label suffix) is enabled in this policy. The validator always is: NVIDIA's
+        ``ValidatorSpec`` has no ``enabled`` field, so the CRD prunes one (``OP api/nvidia/v1``)."""
         return {
             "device-plugin": self.device_plugin, "gpu-feature-discovery": self.gfd, "mig-manager": self.mig_manager,
-            "dcgm-exporter": self.dcgm_exporter, "operator-validator": self.validator, "driver": self.driver,
+            "dcgm-exporter": self.dcgm_exporter, "driver": self.driver,
             "container-toolkit": self.toolkit,
         }.get(operand, True)
 
@@ -99,7 +99,6 @@ def from_object(obj: Mapping[str, Any] | None) -> Policy | None:
         mig_config=mig_name or names.MIG_CONFIGMAP,
         mig_config_default=mig_default if mig_name or mig_default else DEFAULT_MIG_CONFIG_DEFAULT,
         dcgm_exporter=_enabled(spec, "dcgmExporter"),
-        validator=_enabled(spec, "validator"),
         driver=_enabled(spec, "driver"),
         toolkit=_enabled(spec, "toolkit"),
         mig_strategy=strategy,

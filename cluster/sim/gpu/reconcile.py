@@ -1,8 +1,11 @@
 """The per-node controller: applies a ``NodePlan`` (labels, annotations, capacity/allocatable), keeps the operand
 pods' statuses in step with it, publishes or withdraws the node's ResourceSlice, and starts the MIG manager.
 
-The validator gate lives here: once a node's driver and toolkit are fine, its CUDA validation "runs" for
-``VALIDATION_SECONDS``; only then does the node get allocatable GPUs.
+The validator gate lives here: once a node's driver and toolkit validations pass (the ``driver-ready`` and
+``toolkit-ready`` files the device plugin waits for), the plugin starts and registers after ``VALIDATION_SECONDS``;
+only then does the node get allocatable GPUs. The CUDA and plugin validations gate nothing
+(``OP assets/state-device-plugin/0500_daemonset.yaml``): their failure shows on the validator pod and the
+ClusterPolicy only.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from cluster.sim.gpu.workqueue import WorkQueue
 log = logging.getLogger("gpulab.gpu-stack")
 
 VALIDATION_SECONDS = 0.5
+# Operands whose replacement pod changes what the node shows: the plugin and GFD load their config at start, a
+# new mig-manager applies the current label again.
+RESTART_AWARE = ("device-plugin", "gpu-feature-discovery", "mig-manager")
 
 
 class NodeReconciler:
@@ -42,7 +48,7 @@ class NodeReconciler:
 
     def _validated(self, name: str, node: dict[str, Any]) -> bool:
         f = hoststate.faults(node)
-        if not (f.driver_ok and f.toolkit_ok) or f.validation_fails or self.world.policy is None:
+        if not (f.driver_ok and f.toolkit_ok) or self.world.policy is None:
             self.validated_at.pop(name, None)
             return False
         at = self.validated_at.get(name)
@@ -83,7 +89,7 @@ class NodeReconciler:
             return
         pol = self.world.policy
         plan = nodeplan.plan(node, pol, self.world.configmaps, validated=self._validated(name, node),
-                             timestamp=str(int(time.time())))
+                             timestamp=str(int(time.time())), pod_uids=self._config_pods(name))
         await self._apply(name, plan)
         self.operand_states[name] = plan.operands if pol is not None and hoststate.hardware(node).model else {}
         await self.sync_operand_pods(name)
@@ -91,8 +97,17 @@ class NodeReconciler:
         if pol is None:
             self.mig.cancel(name)
             return
-        decision = migmanager.decide(node, pol, self.world.mig_file())
+        decision = migmanager.decide(node, pol, self.world.mig_file(), self._config_pods(name).get("mig-manager"))
         await self.mig.handle(name, decision)
+
+    def _config_pods(self, name: str) -> dict[str, str]:
+        """The live device-plugin, GFD and mig-manager pods on the node (a replaced pod reloads its config)."""
+        out: dict[str, str] = {}
+        for pod in self.world.operator_pods_on(name):
+            operand = operands.operand_of(pod)
+            if operand in RESTART_AWARE and not pod["metadata"].get("deletionTimestamp"):
+                out[operand] = str(pod["metadata"].get("uid", ""))
+        return out
 
     async def _apply(self, name: str, plan: nodeplan.NodePlan) -> None:
         """One PATCH on the node's status subresource: a node's status PATCH may also carry labels and annotations,

@@ -27,14 +27,14 @@ STATUS_EVERY = 0.5
 
 
 class Stack:
-    def __init__(self, client: AsyncClient) -> None:
+    def __init__(self, client: AsyncClient, device_checkpoint: Path | None = None) -> None:
         self.client = client
         self.world = world_mod.World()
         self.recorder = events.Recorder(client, "gpu-operator")
         self.nodes = reconcile.NodeReconciler(client, self.world, self.recorder)
         self.operator = operatorctl.OperatorController(client, self.world)
         self.exporter = dcgm_exporter.Exporter(client, self.world, events.Recorder(client, "kubelet"),
-                                               self.nodes.operand_states)
+                                               self.nodes.operand_states, device_checkpoint)
         self.node_informer = informer.Informer(client, "/api/v1/nodes", self.on_node)
         self.pod_informer = informer.Informer(client, "/api/v1/pods", self.on_pod, fieldSelector="spec.nodeName!=")
         self.cm_informer = informer.Informer(client, f"/api/v1/namespaces/{names.NAMESPACE}/configmaps", self.on_configmap)
@@ -63,6 +63,8 @@ class Stack:
         node = pod["spec"].get("nodeName", "")
         if operand is None or pod["metadata"].get("deletionTimestamp"):
             return
+        if operand in reconcile.RESTART_AWARE and event == "ADDED":
+            self.nodes.queue.add(node)  # a new plugin or GFD pod loads the config as it is now
         st = self.nodes.operand_states.get(node, {}).get(operand, operands.OperandState())
         self.nodes.changes += 1
         await self.nodes.sync_operand_pod(pod, self.world.nodes.get(node), st)
@@ -171,12 +173,15 @@ def _has_gpu_state(node: dict[str, Any]) -> bool:
 async def _main(args: argparse.Namespace) -> None:
     client = AsyncClient(kubeconfig.load(Path(args.kubeconfig)), max_connections=48)
     await runner.retry_until_api(client)
-    await Stack(client).run()
+    await Stack(client, Path(args.device_checkpoint) if args.device_checkpoint else None).run()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--device-checkpoint", default="",
+                        help="the pod agent's device checkpoint: which pod holds which GPU, for DCGM (default: the "
+                        "pods' gpulab.dev/devices annotations, on clusters whose kubelets gpulab does not play)")
     runner.run(_main(parser.parse_args()))
 
 

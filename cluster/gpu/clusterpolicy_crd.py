@@ -1,0 +1,106 @@
+"""NVIDIA's ClusterPolicy CRD (``nvidia.com/v1``) and what the API server does with fields it does not know.
+
+The CRD is the file controller-gen writes from NVIDIA's ``api/nvidia/v1`` types at the pinned GPU Operator
+(``crds/nvidia.com_clusterpolicies.yaml``; ``gpulab binaries crd`` regenerates it, a test proves it unchanged).
+``gpulab gpu-operator install`` installs exactly that, so the real API server validates, defaults and prunes
+ClusterPolicy writes as on a real cluster, and the linter reads the same schema.
+
+Its schema is structural and nowhere keeps unknown fields (no ``x-kubernetes-preserve-unknown-fields``), so the
+API server prunes any field the schema does not name (apiextensions-apiserver ``pkg/apiserver/schema/pruning``).
+Whether the write also fails depends on the request's ``fieldValidation``: ``kubectl patch`` sends none, the
+server's default is ``Warn``, so the field is dropped and kubectl prints ``Warning: unknown field``; ``kubectl
+apply``, ``create`` and ``replace`` send ``Strict`` (``--validate=strict``, their default) and the write is
+refused (apiserver ``pkg/endpoints/handlers/rest.go`` ``fieldValidation``; kubectl ``pkg/cmd/util``
+``GetValidationDirective``). Plain data: nothing here talks to a cluster.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cluster import versions
+
+CRD_PATH = Path(__file__).parent / "crds" / "nvidia.com_clusterpolicies.yaml"
+_Loader: Any = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+_ROOT_KEEPS = frozenset({"apiVersion", "kind", "metadata"})  # the API server handles these itself
+
+
+@functools.cache
+def _loaded() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.load(CRD_PATH.read_text(), Loader=_Loader)
+    return data
+
+
+def crd() -> dict[str, Any]:
+    """The CustomResourceDefinition object, ready to create (a fresh copy each call)."""
+    return copy.deepcopy(_loaded())
+
+
+def schema() -> Mapping[str, Any]:
+    """The ``openAPIV3Schema`` of ``v1`` (read-only: do not modify)."""
+    schema_: Mapping[str, Any] = _loaded()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema_
+
+
+def source() -> str:
+    """Where the schema comes from, for messages: ``GPU Operator v25.3.4``."""
+    return f"GPU Operator {versions.GPU_OPERATOR_RELEASE}"
+
+
+@dataclass(frozen=True)
+class UnknownField:
+    """A field the API server prunes: its path in the object, and the fields known at that place."""
+
+    path: tuple[str | int, ...]
+    known: tuple[str, ...]
+
+    @property
+    def dotted(self) -> str:
+        return ".".join(f"[{p}]" if isinstance(p, int) else p for p in self.path).replace(".[", "[")
+
+
+def unknown_fields(obj: Mapping[str, Any]) -> list[UnknownField]:
+    """Every field of a ClusterPolicy object (or merge patch) that the CRD's schema would prune, in order."""
+    return list(_walk(obj, schema(), (), root=True))
+
+
+def _walk(value: Any, node: Mapping[str, Any], path: tuple[str | int, ...], *, root: bool = False
+          ) -> Iterator[UnknownField]:
+    if node.get("x-kubernetes-preserve-unknown-fields"):
+        return
+    if isinstance(value, Mapping) and node.get("type") == "object":
+        props: Mapping[str, Any] = node.get("properties") or {}
+        extra = node.get("additionalProperties")
+        for key, child in value.items():
+            if root and key in _ROOT_KEEPS:
+                continue
+            if key in props:
+                yield from _walk(child, props[key], path + (key,))
+            elif isinstance(extra, Mapping):
+                yield from _walk(child, extra, path + (key,))
+            elif extra is not True:
+                yield UnknownField(path + (str(key),), tuple(sorted(props)))
+    elif isinstance(value, list) and node.get("type") == "array" and isinstance(node.get("items"), Mapping):
+        for i, item in enumerate(value):
+            yield from _walk(item, node["items"], path + (i,))
+
+
+def describe(path: str) -> str | None:
+    """The description ``kubectl explain clusterpolicy.<path>`` shows (``spec.devicePlugin.config``), or None."""
+    node: Mapping[str, Any] = schema()
+    for part in [p for p in path.split(".") if p]:
+        if node.get("type") == "array":
+            node = node.get("items") or {}
+        props = node.get("properties") or {}
+        if part not in props:
+            return None
+        node = props[part]
+    text = node.get("description")
+    return str(text) if text is not None else None

@@ -1,0 +1,86 @@
+"""Replay plans: the learner's files and recorded actions, confined to what the lab allows, in solve order.
+
+No cluster here: what gets replayed and what is refused (with a note) is decided before anything is applied.
+The replay itself, on the grader's cluster, is tested in tests/e2e/test_replay_grading.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import labs
+from labs import replay
+
+LAB = "04a-time-slicing"
+SOLUTION = Path(labs.get(LAB).directory) / "solution"
+SOLVED_ACTIONS = [
+    {"action": "label", "node": "t4-0", "key": "nvidia.com/device-plugin.config", "value": "timeslice-4"},
+    {"action": "policy", "field": "devicePlugin.config", "value": {"name": "device-plugin-config", "default": "timeslice-4"}},
+]
+
+
+def solution_files(lab_id: str = LAB) -> dict[str, bytes]:
+    spec = labs.get(lab_id)
+    return {n: (spec.directory / "solution" / n).read_bytes() for n in spec.files}
+
+
+def test_solved_work_is_replayed_in_the_order_of_the_solve_steps() -> None:
+    p = replay.plan(labs.get(LAB), solution_files(), SOLVED_ACTIONS)
+    kinds = [a.kind for a in p.acts]
+    assert p.notes == ()
+    assert kinds == ["apply", "label", "policy", "wait", "apply", "apply", "apply", "wait", "apply", "wait", "apply"]
+    applied = [a.describe for a in p.acts if a.kind == "apply"]
+    assert applied[0] == "apply ConfigMap gpu-operator/device-plugin-config from device-plugin-config.yaml"
+    assert applied[-1] == "apply Pod lab-04a/inference-worker-5 from worker-5.yaml"
+    assert {a.data["as"] for a in p.acts if a.kind == "apply"} == {"grader", "learner"}
+    # clusterpolicy-patch.yaml is what the learner patched with: the recorded policy action carries it
+    assert not any("clusterpolicy-patch" in a.describe for a in p.acts)
+
+
+def test_actions_outside_the_lab_are_refused_with_a_note() -> None:
+    forged = [
+        {"action": "label", "node": "h100-0", "key": "nvidia.com/device-plugin.config", "value": "x"},
+        {"action": "label", "node": "t4-0", "key": "node-role.kubernetes.io/control-plane", "value": ""},
+        {"action": "policy", "field": "operator.defaultRuntime", "value": "runc"},
+        {"action": "operator", "installed": False},
+        {"action": "fault", "node": "t4-0", "kind": "gpu-unhealthy", "gpu": 0},
+        {"action": "label", "node": "t4-0", "key": "nvidia.com/device-plugin.config", "value": "bad value!"},
+        {"action": "capacity", "node": "t4-0", "nvidia.com/gpu.shared": 4},
+    ]
+    p = replay.plan(labs.get(LAB), {}, forged)
+    assert [a for a in p.acts if a.kind != "wait"] == []
+    assert len(p.notes) == len(forged) + 4  # + the four applied files that are missing
+    assert any("does not let you label h100-0" in n for n in p.notes)
+    assert any("install or remove the GPU Operator" in n for n in p.notes)
+    assert any("unknown action" in n for n in p.notes)
+
+
+def test_manifests_are_confined_to_the_labs_namespaces_and_named_objects() -> None:
+    spec = labs.get(LAB)
+    escalation = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                  "metadata": {"name": "me"}, "roleRef": {"kind": "ClusterRole", "name": "cluster-admin"}}
+    assert replay.confine(spec, escalation)[0] == ""
+    assert replay.confine(spec, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "kube-system"}})[0] == ""
+    assert replay.confine(spec, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "lab-04a"}})[0] == ""
+    assert replay.confine(spec, {"apiVersion": "v1", "kind": "ConfigMap",
+                                 "metadata": {"name": "other", "namespace": "gpu-operator"}})[0] == ""
+    assert replay.confine(spec, {"apiVersion": "v1", "kind": "ConfigMap",
+                                 "metadata": {"name": "device-plugin-config", "namespace": "gpu-operator"}})[0] == "grader"
+    assert replay.confine(spec, {"apiVersion": "apps/v1", "kind": "Deployment",
+                                 "metadata": {"name": "d", "namespace": "lab-04a"}})[0] == "learner"
+    files = dict(solution_files())
+    files["worker-5.yaml"] += b"---\n" + b"apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\n" \
+        b"metadata: {name: me}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\n" \
+        b"subjects: [{kind: Group, name: 'system:authenticated', apiGroup: rbac.authorization.k8s.io}]\n"
+    p = replay.plan(spec, files, SOLVED_ACTIONS)
+    assert any("ClusterRoleBinding" in n for n in p.notes)
+    assert not any("ClusterRoleBinding" in a.describe for a in p.acts)
+
+
+def test_every_lab_solution_replays_without_notes() -> None:
+    """The plan of each lab's own solution (with the actions its solve steps take) refuses nothing."""
+    for lab_id in labs.list_labs():
+        spec = labs.get(lab_id)
+        actions = replay.solve_actions(spec)
+        p = replay.plan(spec, solution_files(lab_id), actions)
+        assert p.notes == (), (lab_id, p.notes)
