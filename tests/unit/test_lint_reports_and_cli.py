@@ -114,7 +114,7 @@ def test_reports_and_lint_results_render_themselves_in_a_notebook() -> None:
     assert "hint: select the T4 node" in data["text/plain"] and "\x1b[" not in data["text/plain"]
     noted = findings.Report("lab-1", 0, 1, (), notes=("the bundle's <claims> were not scored",))
     noted_data, _ = DisplayFormatter().format(noted)
-    assert "note: the bundle's &lt;claims&gt; were not scored" in noted_data["text/html"]
+    assert "note: the bundle&#x27;s &lt;claims&gt; were not scored" in noted_data["text/html"]
     assert "note: the bundle's <claims> were not scored" in noted_data["text/plain"]
     lint_data, _ = DisplayFormatter().format(_result())
     assert lint_data["text/html"] == widget.lint_html(_result())
