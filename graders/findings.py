@@ -3,6 +3,8 @@
 Everything here is plain, frozen data with a stable order, so that renderers (terminal, widget, nbgrader,
 JSON) can print the same result in different ways and the JSON is byte-for-byte reproducible. This module
 must not format anything for people; wording lives in ``graders.messages`` and printing in ``graders.render``.
+The display hooks (``_repr_html_``, ``_repr_pretty_``) only hand a result to those renderers, so that a notebook
+cell ending in ``lab.check()`` shows the report without importing anything.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class Severity(str, enum.Enum):
@@ -77,6 +80,16 @@ class LintResult:
     def by_rule(self, rule: str) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.rule == rule)
 
+    def _repr_html_(self) -> str:
+        from graders.render import widget  # lazily: the renderers import this module
+
+        return widget.lint_html(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        from graders.render import terminal
+
+        printer.text(terminal.lint_text(self))
+
 
 @dataclass(frozen=True)
 class Check:
@@ -110,3 +123,13 @@ class Report:
         done = tuple(checks)
         score = sum(c.points for c in done if c.passed)
         return cls(lab=lab, score=score, max_score=sum(c.points for c in done), checks=done)
+
+    def _repr_html_(self) -> str:
+        from graders.render import widget  # lazily: the renderers import this module
+
+        return widget.report_html(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        from graders.render import terminal
+
+        printer.text(terminal.report_text(self))

@@ -16,8 +16,8 @@ The public API (stable; notebooks and nbgrader use only this):
   one submission per subfolder, each in a limited child process, into a CSV written row by row.
 - ``GraderCluster(fleet="starter", *, kubeconfig=None)``: the grader's own cluster (a context manager).
 
-Reports are ``graders.Report`` (score, max_score, checks with id, passed, points, message, hint); render them
-with ``graders.render``.
+Reports are ``graders.Report`` (score, max_score, checks with id, passed, points, message, hint); a notebook
+shows one as a cell's value (``lab.check()``), and ``graders.render`` prints them elsewhere.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ def driver_to_pod_steps() -> tuple[PathStep, ...]:
         PathStep("GPU hardware", "PCI device 10de:*", "NFD labels the node pci-10de.present=true"),
         PathStep("kernel driver", ds["driver"], "loads the nvidia module; NVML can now see the GPUs"),
         PathStep("container runtime hook", ds["container-toolkit"], "containerd/CRI-O inject /dev/nvidia* and libraries (or CDI)"),
-        PathStep("validation gate", ds["operator-validator"], "a CUDA test must pass before GPUs are allocatable"),
+        PathStep("validation gate", ds["operator-validator"], "driver and toolkit checks pass: the plugin may start"),
         PathStep("device plugin", ds["device-plugin"], "NVML discovery; registers nvidia.com/gpu with the kubelet over gRPC"),
         PathStep("node labels", ds["gpu-feature-discovery"], "gpu.product, gpu.memory, mig.capable, ... for affinity"),
         PathStep("kubelet", "kubelet", "publishes capacity/allocatable; calls Allocate when a pod lands"),
@@ -210,10 +210,20 @@ class Table:
     rows: tuple[tuple[str, ...], ...]
 
     def _repr_html_(self) -> str:
+        """Text left-aligned (JupyterLab right-aligns table cells by default), numbers right-aligned."""
         import html
+        import re
 
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in self.rows)
+        def number(value: str) -> bool:
+            return re.fullmatch(r"[\d.,/ ]+( ?[KMGT]iB)?", value) is not None
+
+        right = [bool(self.rows) and all(number(r[i]) for r in self.rows) for i in range(len(self.columns))]
+
+        def cell(value: str, i: int, tag: str = "td") -> str:
+            return f"<{tag} style='text-align:{'right' if right[i] else 'left'}'>{html.escape(value)}</{tag}>"
+
+        head = "".join(cell(c, i, "th") for i, c in enumerate(self.columns))
+        body = "".join("<tr>" + "".join(cell(v, i) for i, v in enumerate(row)) + "</tr>" for row in self.rows)
         return f"<table><tr>{head}</tr>{body}</table>"
 
     def __str__(self) -> str:

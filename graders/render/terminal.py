@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from itertools import groupby
 
 from rich.console import Console
@@ -44,3 +45,21 @@ def print_report(report: findings.Report, console: Console) -> None:
             console.print(f"      [dim]hint:[/dim] {escape(check.hint)}", style="green", soft_wrap=True)
     for note in report.notes:
         console.print(f"  [dim]note:[/dim] {escape(note)}", soft_wrap=True)
+
+
+def _plain_console(buffer: io.StringIO) -> Console:
+    return Console(file=buffer, width=110, color_system=None, highlight=False, force_terminal=False)
+
+
+def report_text(report: findings.Report) -> str:
+    """``print_report`` as plain text (the text/plain form a notebook shows for a report)."""
+    buffer = io.StringIO()
+    print_report(report, _plain_console(buffer))
+    return buffer.getvalue().rstrip("\n")
+
+
+def lint_text(result: findings.LintResult) -> str:
+    """``print_lint`` as plain text."""
+    buffer = io.StringIO()
+    print_lint(result, _plain_console(buffer))
+    return buffer.getvalue().rstrip("\n")

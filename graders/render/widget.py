@@ -1,4 +1,8 @@
-"""A notebook view: one ipywidgets HTML widget listing findings or checks. ipywidgets is imported lazily."""
+"""A notebook view: HTML tables of findings or checks (and ipywidgets wrappers, imported lazily).
+
+Text cells are left-aligned with inline styles: JupyterLab's stylesheet right-aligns every table cell, which
+makes sentences (messages and hints) hard to read; numbers keep the right alignment.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,16 @@ from typing import Any
 from graders import findings
 
 _COLOUR = {findings.Severity.ERROR: "#b00020", findings.Severity.WARNING: "#b26a00", findings.Severity.INFO: "#00639b"}
+_TEXT = "text-align:left;vertical-align:top"
+_NUMBER = "text-align:right;vertical-align:top"
+
+
+def _cell(content: str, style: str = _TEXT, tag: str = "td") -> str:
+    return f"<{tag} style='{style}'>{content}</{tag}>"
+
+
+def _head(*names: str) -> str:
+    return "<tr>" + "".join(_cell(html.escape(n), _TEXT, "th") for n in names) + "</tr>"
 
 
 def lint_html(result: findings.LintResult) -> str:
@@ -17,13 +31,13 @@ def lint_html(result: findings.LintResult) -> str:
     for f in result.findings:
         rows.append(
             "<tr>"
-            f"<td>{html.escape(f.file)}:{f.line}</td>"
-            f"<td style='color:{_COLOUR[f.severity]}'><b>{f.severity.value}</b></td>"
-            f"<td><code>{html.escape(f.rule)}</code></td>"
-            f"<td>{html.escape(f.message)}<br><i>{html.escape(f.hint)}</i></td>"
-            "</tr>"
+            + _cell(f"{html.escape(f.file)}:{f.line}")
+            + _cell(f"<b>{f.severity.value}</b>", f"{_TEXT};color:{_COLOUR[f.severity]}")
+            + _cell(f"<code>{html.escape(f.rule)}</code>")
+            + _cell(f"{html.escape(f.message)}<br><i>{html.escape(f.hint)}</i>")
+            + "</tr>"
         )
-    head = "<tr><th>where</th><th>severity</th><th>rule</th><th>what and what to do</th></tr>"
+    head = _head("where", "severity", "rule", "what and what to do")
     return f"<table>{head}{''.join(rows)}</table>"
 
 
@@ -32,10 +46,13 @@ def report_html(report: findings.Report) -> str:
     for c in report.checks:
         mark = "&#10004;" if c.passed else "&#10008;"
         hint = "" if c.passed or not c.hint else f"<br><i>{html.escape(c.hint)}</i>"
-        rows.append(f"<tr><td>{mark}</td><td><code>{html.escape(c.id)}</code></td><td>{c.points:g}</td>"
-                    f"<td>{html.escape(c.message)}{hint}</td></tr>")
+        rows.append("<tr>" + _cell(mark) + _cell(f"<code>{html.escape(c.id)}</code>") + _cell(f"{c.points:g}", _NUMBER)
+                    + _cell(f"{html.escape(c.message)}{hint}") + "</tr>")
     title = f"<p><b>{html.escape(report.lab)}: {report.score:g}/{report.max_score:g}</b></p>"
-    return f"{title}<table>{''.join(rows)}</table>"
+    head = "<tr>" + _cell("", _TEXT, "th") + _cell("check", _TEXT, "th") + _cell("points", _NUMBER, "th") \
+        + _cell("result and hint", _TEXT, "th") + "</tr>"
+    notes = "".join(f"<p style='text-align:left'><i>note: {html.escape(n)}</i></p>" for n in report.notes)
+    return f"{title}<table>{head}{''.join(rows)}</table>{notes}"
 
 
 def lint_widget(result: findings.LintResult) -> Any:

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from cluster import errors
+from cluster import errors, fleet
 from cluster.gpu import catalog, mig
-from labs import figures, shell
+from cluster.sim import nodes
+from cluster.sim.gpu import dra, names, operands
+from labs import figures, figures_dra, figures_operator, figures_topology, shell
 
 
 def test_sharing_spectrum_counts_units_with_the_device_plugin_rules() -> None:
@@ -57,6 +59,14 @@ def test_bad_figure_inputs_are_clear_errors() -> None:
         figures.mig_layout("A100-SXM4-80GB", "all-3g.99gb")
 
 
+def test_tables_left_align_text_and_right_align_numbers() -> None:
+    html = figures.mig_profiles("A100-SXM4-80GB")._repr_html_()
+    assert "<td style='text-align:left'>1g.10gb</td>" in html
+    assert "<td style='text-align:right'>1/7</td>" in html and "<td style='text-align:right'>9.5 GiB</td>" in html
+    assert "<td style='text-align:left'>nvidia.com/mig-1g.10gb</td>" in html
+    assert "<th style='text-align:left'>profile</th>" in html and "<th style='text-align:right'>SMs</th>" in html
+
+
 def test_allocation_example_matches_the_worked_numbers() -> None:
     """16 GPUs at 95 %, 12 at 15 %, 8 at 5 %: 36 held, about 48 % effective utilisation."""
     assert sum(w.gpus for w in figures.EXAMPLE_FLEET) == 36
@@ -65,7 +75,8 @@ def test_allocation_example_matches_the_worked_numbers() -> None:
 
 
 @pytest.mark.parametrize("draw", [figures.driver_to_pod, figures.sharing_spectrum, figures.mig_layout,
-                                  figures.allocation_vs_utilisation])  # fmt: skip
+                                  figures.allocation_vs_utilisation, figures_operator.operator_chain,
+                                  figures_topology.gpu_topology, figures_dra.claim_graph])  # fmt: skip
 def test_every_figure_renders_as_png_for_ipython(draw: object) -> None:
     assert callable(draw)
     png = draw()._repr_png_()
@@ -107,3 +118,148 @@ def test_no_cluster_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("GPULAB_STATE_DIR", str(tmp_path))
     with pytest.raises(errors.ClusterError, match="no lab cluster kubeconfig"):
         shell.kubeconfig()
+
+
+# --- module 02: operands and the validation chain --------------------------------------------------------------------
+
+
+def _operand_pod(key: str, state: operands.OperandState, node: str = "a100-0") -> dict[str, object]:
+    """An operand pod with the status the simulated stack writes for ``state``."""
+    ds, ctr = names.OPERANDS[key]
+    pod = {"metadata": {"name": f"{ds}-x", "uid": "u", "labels": {names.OPERAND_LABEL: ds}},
+           "spec": {"nodeName": node, "containers": [{"name": ctr, "image": "i"}],
+                    "initContainers": [{"name": n, "image": "i"} for n in operands.INIT_CONTAINERS[key]]}}
+    pod["status"] = operands.pod_status(pod, None, state)
+    return pod
+
+
+def test_only_driver_and_toolkit_validations_gate_operands() -> None:
+    """The device plugin waits for toolkit-ready and driver-ready; nothing waits for cuda-ready or plugin-ready
+    (gpu-operator assets/state-device-plugin/0500_daemonset.yaml, reference section 9)."""
+    ops = {o.key: o for o in figures_operator.operands("A100-SXM4-80GB")}
+    assert set(ops["device-plugin"].waits_for) == {"toolkit-ready", "driver-ready"}
+    assert ops["container-toolkit"].waits_for == ("driver-ready",)
+    waited = {f for o in ops.values() for f in o.waits_for}
+    assert waited == set(figures_operator.GATES) and not waited & {"cuda-ready", "plugin-ready"}
+    assert "mig-manager" not in {o.key for o in figures_operator.operands("T4")}
+
+
+def test_the_figure_agrees_with_the_simulated_operands_init_containers() -> None:
+    for op in figures_operator.operands("A100-SXM4-80GB"):
+        inits = operands.INIT_CONTAINERS[op.key]
+        assert ("toolkit-ready" in op.waits_for) == ("toolkit-validation" in inits), op.key
+        assert not {"cuda-validation", "plugin-validation"} & set(inits), op.key
+    assert operands.INIT_CONTAINERS["operator-validator"] == tuple(s for s, _ in figures_operator.VALIDATIONS)
+
+
+def test_live_pods_colour_a_failing_cuda_validation_and_leave_the_plugin_running() -> None:
+    pods = [_operand_pod(k, operands.OperandState()) for k in names.OPERANDS if k != "operator-validator"]
+    pods.append(_operand_pod("operator-validator", operands.OperandState(operands.INIT_CRASH, "cuda-validation",
+                                                                         operands.CUDA)))  # fmt: skip
+    states = figures_operator.validation_states(pods[-1])
+    assert states == {"driver-validation": "ok", "toolkit-validation": "ok", "cuda-validation": "failing",
+                      "plugin-validation": "waiting"}
+    assert figures_operator.pod_state(pods[-1]) == ("failing", "Init:CrashLoopBackOff (cuda-validation)")
+    fig = figures_operator.operator_chain(pods=pods, node="a100-0")
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert any("Init:CrashLoopBackOff (cuda-validation)" in t for t in texts)
+    assert texts.count("Running") == len(pods) - 1
+    # A toolkit fault: the plugin pod waits in its toolkit-validation init container.
+    waiting = _operand_pod("device-plugin", operands.OperandState(operands.INIT_WAIT, "toolkit-validation", "w"))
+    assert figures_operator.pod_state(waiting) == ("waiting", "Init (toolkit-validation waiting)")
+    other_node = figures_operator.operator_chain(pods=pods, node="h100-0")
+    assert "no pod" in [t.get_text() for t in other_node.axes[0].texts]
+
+
+# --- module 03: topology matrix and NUMA placement -----------------------------------------------------------------
+
+
+def test_topology_matrix_of_an_eight_gpu_nvswitch_node() -> None:
+    topo = figures_topology.from_fleet("h100-0", "starter")
+    table = figures_topology.matrix(topo)
+    assert table.columns[-2:] == ("CPU affinity", "NUMA affinity")
+    assert {cell for row in table.rows for cell in row[1:9]} == {"X", "NV18"}
+    assert [row[-1] for row in table.rows] == ["0"] * 4 + ["1"] * 4
+    assert table.rows[0][-2] == "0-47" and table.rows[7][-2] == "48-95"
+    assert figures_topology.matrix(figures_topology.from_fleet("a100-0")).rows[0][1:5] == ("X", "NV4", "NV4", "NV4")
+
+
+def test_without_nvlink_pairs_cross_numa_over_sys() -> None:
+    spec = {"apiVersion": "gpulab.dev/v1", "kind": "Fleet", "metadata": {"name": "pcie"},
+            "spec": {"pools": [{"name": "l4", "count": 1, "cpu": "32", "memory": "128Gi",
+                                "gpu": {"model": "L40S", "count": 4, "topology": {"numaNodes": 2}}}]}}
+    topo = figures_topology.from_fleet("l4-0", fleet.parse(spec))
+    assert [topo.link(0, j) for j in range(4)] == ["X", "NODE", "SYS", "SYS"]
+
+
+def test_a_live_node_gives_the_same_topology_as_its_fleet_spec() -> None:
+    fl = fleet.load("starter")
+    pool = fl.pool_of("h100-0")
+    assert pool is not None
+    assert figures_topology.from_node(nodes.build_node(pool, "h100-0", 5)) == figures_topology.from_fleet("h100-0")
+    cpu_pool = fl.pool_of("cpu-0")
+    assert cpu_pool is not None
+    with pytest.raises(errors.ConfigError, match="no simulated GPUs"):
+        figures_topology.from_node(nodes.build_node(cpu_pool, "cpu-0", 0))
+
+
+def test_topology_manager_verdicts_follow_the_narrowest_hint() -> None:
+    """Four of eight GPUs fit one NUMA node; six span two, which single-numa-node rejects and restricted admits
+    (the two-node hint is the narrowest possible, so it is preferred: devicemanager/topology_hints.go)."""
+    topo = figures_topology.from_fleet("h100-0")
+    four = figures_topology.align(topo, 4)
+    assert four.chosen == (0, 1, 2, 3) and four.numa_nodes == (0,)
+    assert all(not v.startswith("rejected") for _, v in four.verdicts)
+    six = dict(figures_topology.align(topo, 6).verdicts)
+    assert six["single-numa-node"] == "rejected: TopologyAffinityError"
+    assert six["restricted"].startswith("admitted") and six["best-effort"].startswith("admitted")
+    with pytest.raises(errors.ConfigError, match="does not fit"):
+        figures_topology.align(topo, 9)
+    with pytest.raises(errors.ConfigError, match="has no GPUs"):
+        figures_topology.from_fleet("cpu-0")
+    with pytest.raises(errors.ConfigError, match="no node 'h100-9'"):
+        figures_topology.gpu_topology("h100-9")
+
+
+# --- module 05: claim -> ResourceSlice -> allocated device ---------------------------------------------------------
+
+
+def test_the_module_claim_is_predicted_on_the_first_two_hoppers_of_the_slice() -> None:
+    rows = figures_dra.device_rows(figures_dra.TWO_HOPPERS, [figures_dra.fleet_slice("h100-0")],
+                                   [*dra.device_classes(), figures_dra.HOPPER_CLASS])  # fmt: skip
+    assert [(r.name, r.state) for r in rows[:3]] == [("gpu-0", "allocated"), ("gpu-1", "allocated"), ("gpu-2", "matches")]
+    assert len(rows) == 8
+    # An A100 node's devices are Ampere: the Hopper class matches none of them.
+    a100 = figures_dra.device_rows(figures_dra.TWO_HOPPERS, [figures_dra.fleet_slice("a100-0")],
+                                   [figures_dra.HOPPER_CLASS])  # fmt: skip
+    assert {r.state for r in a100} == {"no match"}
+
+
+def test_a_live_claim_shows_its_recorded_allocation_and_other_claims_devices_as_taken() -> None:
+    slice_obj = figures_dra.fleet_slice("a100-0", mig_layout="all-balanced")
+    small = [d["name"] for d in slice_obj["spec"]["devices"] if d["attributes"]["profile"]["string"] == "1g.10gb"]
+    claim = {"metadata": {"name": "nb", "namespace": "lab"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                 "deviceClassName": "mig.nvidia.com",
+                 "selectors": [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"}}]}}]}},
+             "status": {"allocation": {"devices": {"results": [
+                 {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "a100-0", "device": small[3]}]}}}}
+    rows = {r.name: r.state for r in figures_dra.device_rows(claim, [slice_obj], dra.device_classes(),
+                                                             taken=[("gpu.nvidia.com", "a100-0", small[0])])}
+    assert rows[small[3]] == "allocated" and rows[small[0]] == "taken" and rows[small[1]] == "matches"
+    assert [n for n, s in rows.items() if s == "allocated"] == [small[3]]
+    assert rows[next(n for n in rows if "3g40gb" in n)] == "no match"
+    missing = dict(claim, status={})
+    missing["spec"] = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu-large"}}]}}
+    assert {r.state for r in figures_dra.device_rows(missing, [slice_obj], dra.device_classes())} == {"unknown"}
+    fig = figures_dra.claim_graph(claim, [slice_obj], dra.device_classes())
+    assert any("status.allocation.devices.results" in t.get_text() for t in fig.axes[0].texts)
+
+
+def test_bad_dra_figure_inputs_are_clear_errors() -> None:
+    with pytest.raises(errors.ConfigError, match="no GPU node 'cpu-0'"):
+        figures_dra.fleet_slice("cpu-0")
+    with pytest.raises(errors.ConfigError, match="not a default mig-parted config"):
+        figures_dra.fleet_slice("a100-0", mig_layout="all-9g")
+    with pytest.raises(errors.ConfigError, match="no spec.devices.requests"):
+        figures_dra.claim_graph({"metadata": {"name": "x"}})

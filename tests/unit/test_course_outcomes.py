@@ -42,7 +42,8 @@ NOTEBOOKS = ("00-start-here", *MODULES)
 KINDS = ("outcome", "task", "topic")
 ENTRY_KEYS = {"id", "kind", "text", "notebook", "sections", "quiz", "labChecks", "labReset", "note"}
 # What a notebook may import from the project: the public API only.
-PUBLIC = {"labs", "labs.figures", "labs.shell", "graders", "graders.render", "graders.render.widget", "quizzes"}
+PUBLIC = {"labs", "labs.figures", "labs.figures_operator", "labs.figures_topology", "labs.figures_dra", "labs.shell",
+          "graders", "graders.render", "graders.render.widget", "quizzes"}
 PROJECT = ("cluster", "labs", "graders", "quizzes")
 
 

@@ -96,6 +96,50 @@ def test_report_renderers() -> None:
     assert "&#10008;" in widget.report_html(report)
 
 
+def _report() -> findings.Report:
+    return findings.Report.from_checks("lab-1", [
+        findings.Check("pod-runs", True, 2, "the pod is Running"),
+        findings.Check("on-t4", False, 1.5, "the pod is on a100-0", "select the T4 node"),
+    ])
+
+
+def test_reports_and_lint_results_render_themselves_in_a_notebook() -> None:
+    """A cell ending in ``lab.check()`` (or a lint result) shows the HTML table and a text form with no import:
+    IPython's formatter finds ``_repr_html_`` and ``_repr_pretty_`` on the value itself."""
+    from IPython.core.formatters import DisplayFormatter
+
+    data, _ = DisplayFormatter().format(_report())
+    assert data["text/html"] == widget.report_html(_report())
+    assert "lab-1: 2/3.5" in data["text/plain"] and "✘ on-t4 (1.5 pt)  the pod is on a100-0" in data["text/plain"]
+    assert "hint: select the T4 node" in data["text/plain"] and "\x1b[" not in data["text/plain"]
+    noted = findings.Report("lab-1", 0, 1, (), notes=("the bundle's <claims> were not scored",))
+    noted_data, _ = DisplayFormatter().format(noted)
+    assert "note: the bundle&#x27;s &lt;claims&gt; were not scored" in noted_data["text/html"]
+    assert "note: the bundle's <claims> were not scored" in noted_data["text/plain"]
+    lint_data, _ = DisplayFormatter().format(_result())
+    assert lint_data["text/html"] == widget.lint_html(_result())
+    assert "gpu-integer" in lint_data["text/plain"] and "1 file checked" in lint_data["text/plain"]
+
+
+def test_a_report_renders_in_a_fresh_interpreter_without_the_renderers_imported() -> None:
+    code = ("import sys; from graders import findings; "
+            "r = findings.Report.from_checks('x', [findings.Check('c', False, 1, 'm', 'h')]); "
+            "assert 'graders.render.widget' not in sys.modules; print(r._repr_html_())")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "&#10008;" in out.stdout and "<i>h</i>" in out.stdout
+
+
+def test_table_text_is_left_aligned_and_numbers_right_aligned() -> None:
+    """JupyterLab right-aligns table cells; sentences need text-align:left on every text cell."""
+    html_report = widget.report_html(_report())
+    assert html_report.count("<td style='text-align:left") == 3 * 2
+    assert "<td style='text-align:right;vertical-align:top'>1.5</td>" in html_report
+    html_lint = widget.lint_html(_result())
+    cells = html_lint.count("<td")
+    assert cells and html_lint.count("<td style='text-align:left") == cells
+    assert html_lint.count("<th style='text-align:left") == 4
+
+
 def test_widget_escapes_learner_text() -> None:
     result = lint.lint_texts({"<b>.yaml": "kind: <script>\n"})
     html = widget.lint_html(result)
