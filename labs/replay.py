@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster import errors
+from cluster.backends import guard
 from cluster.kube.client import Client
 from cluster.sim.gpu import hoststate, names, operator
 from graders import LiveView, Severity, source
@@ -353,7 +354,10 @@ def reset(client: Client, spec: LabSpec) -> None:
     scope_mod.normalize(client, spec.scope)
     from labs import grading
 
-    ctx = steps.StepContext(client, spec.directory, grading.fleet_facts(spec.fleet))
+    # The grader's cluster is the grader's own (GraderCluster's, or the admin kubeconfig of a gpulab cluster
+    # passed with --replay-on); anything else counts as someone else's, and the setup steps refuse there.
+    owner = guard.owner(client.kubeconfig) if client.kubeconfig is not None else guard.Owner(guard.ATTACH)
+    ctx = steps.StepContext(client, spec.directory, grading.fleet_facts(spec.fleet), owner)
     for step in spec.setup:
         step.run(ctx)
     ensure_rbac(client, spec.scope.namespaces)

@@ -103,13 +103,16 @@ class Client:
                  impersonate: tuple[str, tuple[str, ...]] | None = None) -> None:
         """``impersonate``: (user, groups) every request is made as (needs the impersonate verb)."""
         self.conn = conn
+        self.kubeconfig: Path | None = None  # the file it was read from, when there is one (who owns the cluster)
         self._http = httpx.Client(base_url=conn.server, verify=_ssl_context(conn),
                                   headers=httpx.Headers(_headers(conn, impersonate)),
                                   timeout=httpx.Timeout(timeout, connect=5.0))
 
     @classmethod
     def from_kubeconfig(cls, path: Path, context: str | None = None, **kw: Any) -> Client:
-        return cls(kubeconfig.load(path, context), **kw)
+        client = cls(kubeconfig.load(path, context), **kw)
+        client.kubeconfig = Path(path)
+        return client
 
     def __enter__(self) -> Client:
         return self

@@ -50,6 +50,15 @@ def _drop_tenant(cluster: LocalCluster, namespace: str) -> None:
             except errors.NotFound:
                 pass
 
+        def gone() -> bool:  # the namespace controller finishes a deletion seconds later; later views compare it
+            try:
+                c.get(f"/api/v1/namespaces/{namespace}")
+            except errors.NotFound:
+                return True
+            return False
+
+        wait_for(gone, timeout=90, interval=0.5, what=f"namespace {namespace} to be deleted")
+
 
 def test_attach_lists_the_nodes_refuses_down_and_leaves_the_cluster_untouched(local_cluster: LocalCluster) -> None:
     before = _node_view(local_cluster)
