@@ -167,3 +167,34 @@ def test_default_mig_config_is_installed(gpu_operator: Client) -> None:
     assert data == manifests.mig_configmap()["data"]
     assert labels(gpu_operator, "h100-0")[names.MIG_CONFIG] == "all-disabled"
     assert labels(gpu_operator, "h100-0")[names.MIG_CONFIG_STATE] == "success"
+
+
+def test_a_gpu_client_daemonset_that_opts_in_is_paused_and_comes_back(mixed: Client, namespace: str) -> None:
+    """mig-parted v0.15 / GPU Operator v26.7: a third-party DaemonSet that selects nvidia.com/gpu.deploy.client=true
+    is paused with the operands (the real DaemonSet controller removes its pod when the label turns
+    paused-for-mig-change), the MIG manager waits for that pod to go, and it comes back once the label is true."""
+    client = mixed
+    key = names.DEPLOY_PREFIX + names.CLIENT
+    wait_for(lambda: labels(client, NODE).get(key) == "true", 20, what=f"{key}=true on {NODE}")
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "gpu-client", "namespace": namespace},
+          "spec": {"selector": {"matchLabels": {"app": "gpu-client"}},
+                   "template": {"metadata": {"labels": {"app": "gpu-client"}},
+                                "spec": {"nodeSelector": {key: "true", "kubernetes.io/hostname": NODE},
+                                         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+                                         "containers": [{"name": "agent", "image": "example.com/gpu-agent:1"}]}}}}
+    client.post(f"/apis/apps/v1/namespaces/{namespace}/daemonsets", ds)
+
+    def client_pod() -> dict | None:  # type: ignore[type-arg]
+        items = client.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
+        return next((p for p in items if p["spec"].get("nodeName") == NODE
+                     and p.get("status", {}).get("phase") == "Running"), None)
+
+    before = wait_for(client_pod, 30, what="the client DaemonSet's pod Running on " + NODE)
+    label(client, NODE, names.MIG_CONFIG, "all-1g.10gb")
+    seen = wait_for(lambda: (l := labels(client, NODE)).get(names.MIG_CONFIG_STATE) == "pending" and l, 10,
+                    interval=0.05, what="state pending")
+    assert seen[key] == names.PAUSED
+    apply_config(client, "all-1g.10gb")
+    assert labels(client, NODE)[key] == "true"
+    after = wait_for(client_pod, 30, what="the client pod back")
+    assert after["metadata"]["uid"] != before["metadata"]["uid"]

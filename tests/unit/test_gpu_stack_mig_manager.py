@@ -128,10 +128,12 @@ def test_mps_with_mig_is_rejected() -> None:
 
 
 def test_pause_and_restore_deploy_labels() -> None:
-    """§3: during pending the plugin, GFD, dcgm and dcgm-exporter deploy labels are paused-for-mig-change."""
+    """§3: during pending the plugin, GFD, dcgm and dcgm-exporter deploy labels are paused-for-mig-change, and so
+    is the GPU-client label third-party DaemonSets opt in with (GPU Operator v26.7 sets it; mig-parted v0.15)."""
     node, _ = settle(make_node(), default_policy())
     paused = migmanager.paused_labels(node["metadata"]["labels"])
-    assert set(paused) == {names.DEPLOY_PREFIX + o for o in ("device-plugin", "gpu-feature-discovery", "dcgm", "dcgm-exporter")}
+    assert set(paused) == {names.DEPLOY_PREFIX + o
+                           for o in ("device-plugin", "gpu-feature-discovery", "dcgm", "dcgm-exporter", "client")}
     assert set(paused.values()) == {names.PAUSED}
     node["metadata"]["labels"].update(paused)
     assert migmanager.restored_labels(node["metadata"]["labels"]) == {k: "true" for k in paused}
@@ -191,3 +193,17 @@ def test_after_a_failure_only_a_label_change_or_a_new_manager_pod_tries_again() 
     node["metadata"]["annotations"][names.MIG_FAILURE] = migmanager.failure_annotation("all-1g.10gb", "busy", "mm-1")
     assert migmanager.decide(node, default_policy(), FILE, "mm-1").action == migmanager.NONE
     assert migmanager.decide(node, default_policy(), FILE, "mm-2").action == migmanager.APPLY
+
+
+def test_gpu_clients_are_daemonset_pods_that_select_the_client_label() -> None:
+    """waitForPodsToBeDeleted (mig-parted v0.15) waits for DaemonSet pods selecting nvidia.com/gpu.deploy.client,
+    by nodeSelector or required node affinity; a bare pod, or a DaemonSet pod that does not select it, is not one."""
+    key = names.DEPLOY_PREFIX + names.CLIENT
+    owned = {"ownerReferences": [{"kind": "DaemonSet", "name": "agent"}]}
+    by_selector = {"metadata": owned, "spec": {"nodeSelector": {key: "true"}}}
+    term = {"matchExpressions": [{"key": key, "operator": "In", "values": ["true"]}]}
+    by_affinity = {"metadata": owned, "spec": {"affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}}}
+    assert migmanager.is_gpu_client(by_selector) and migmanager.is_gpu_client(by_affinity)
+    assert not migmanager.is_gpu_client({"metadata": {}, "spec": {"nodeSelector": {key: "true"}}})
+    assert not migmanager.is_gpu_client({"metadata": owned, "spec": {"nodeSelector": {"other": "true"}}})

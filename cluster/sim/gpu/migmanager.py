@@ -101,6 +101,22 @@ def paused_labels(node_labels: Mapping[str, str]) -> dict[str, str]:
             if node_labels.get(names.DEPLOY_PREFIX + op) == "true"}
 
 
+def is_gpu_client(pod: Mapping[str, Any]) -> bool:
+    """A pod of a DaemonSet that opted in to pausing (``waitForPodsToBeDeleted`` in mig-parted v0.15 waits for
+    these too): it selects the ``nvidia.com/gpu.deploy.client`` label by nodeSelector or required node affinity."""
+    key = names.DEPLOY_PREFIX + names.CLIENT
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    if not any(isinstance(o, Mapping) and o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or []):
+        return False
+    if key in (spec.get("nodeSelector") or {}):
+        return True
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    return any(isinstance(e, Mapping) and e.get("key") == key
+               for term in required.get("nodeSelectorTerms") or [] if isinstance(term, Mapping)
+               for e in term.get("matchExpressions") or [])
+
+
 def restored_labels(node_labels: Mapping[str, str]) -> dict[str, str]:
     return {k: "true" for k, v in node_labels.items() if k.startswith(names.DEPLOY_PREFIX) and v == names.PAUSED}
 

@@ -97,7 +97,8 @@ class MigRunner:
         """Wait (bounded) until the paused operands' pods have left the node; their DaemonSets remove them."""
         deadline = time.monotonic() + OPERAND_WAIT_TIMEOUT
         while time.monotonic() < deadline:
-            if not any(operands.operand_of(p) in WAITED_OPERANDS for p in self.world.operator_pods_on(name)):
+            if not any(operands.operand_of(p) in WAITED_OPERANDS for p in self.world.operator_pods_on(name)) and \
+                    not any(migmanager.is_gpu_client(p) for p in self.world.pods_on(name)):
                 return True
             await asyncio.sleep(0.1)
         return False

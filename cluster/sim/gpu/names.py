@@ -59,8 +59,11 @@ OPERANDS: dict[str, tuple[str, str]] = {
 DRA_PLUGIN_DS = "nvidia-dra-driver-gpu-kubelet-plugin"
 DRA_PLUGIN_CONTAINER = "gpus"
 OPERATOR_DEPLOYMENT = "gpu-operator"
-# What the MIG manager pauses while it repartitions (reference section 3: plugin, GFD, dcgm, dcgm-exporter, nvsm).
-PAUSED_DURING_MIG = ("device-plugin", "gpu-feature-discovery", "dcgm", "dcgm-exporter", "nvsm")
+# What the MIG manager pauses while it repartitions (reference section 3: plugin, GFD, dcgm, dcgm-exporter, nvsm),
+# plus, from mig-parted v0.15 / GPU Operator v26.7, ``client``: third-party DaemonSets that opt in by selecting
+# ``nvidia.com/gpu.deploy.client=true`` (their pods hold GPU handles, so they must leave while the layout changes).
+CLIENT = "client"
+PAUSED_DURING_MIG = ("device-plugin", "gpu-feature-discovery", "dcgm", "dcgm-exporter", "nvsm", CLIENT)
 OPERAND_LABEL = "app"  # pod label that names the operand DaemonSet, as the operator's pods carry it
 
 DRA_DRIVER = "gpu.nvidia.com"

@@ -16,8 +16,10 @@ from typing import Any
 from cluster.gpu import advertise as advertise_mod, inventory
 from cluster.sim.gpu import dra, hoststate, names, operands, plugin, policy as policy_mod
 
+# ``client`` is no operand of the operator's: GPU Operator v26.7 sets ``nvidia.com/gpu.deploy.client=true`` on GPU
+# nodes so that third-party GPU clients can select it and be paused with the operands (names.CLIENT).
 DEPLOY_OPERANDS = ("driver", "gpu-feature-discovery", "container-toolkit", "device-plugin", "dcgm", "dcgm-exporter",
-                   "node-status-exporter", "operator-validator")
+                   "node-status-exporter", "operator-validator", "client")
 
 
 @dataclass(frozen=True)
