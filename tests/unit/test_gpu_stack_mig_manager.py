@@ -207,3 +207,18 @@ def test_gpu_clients_are_daemonset_pods_that_select_the_client_label() -> None:
     assert migmanager.is_gpu_client(by_selector) and migmanager.is_gpu_client(by_affinity)
     assert not migmanager.is_gpu_client({"metadata": {}, "spec": {"nodeSelector": {key: "true"}}})
     assert not migmanager.is_gpu_client({"metadata": owned, "spec": {"nodeSelector": {"other": "true"}}})
+
+
+def test_held_instances_read_the_checkpoint_not_a_forged_annotation() -> None:
+    """Issue 15: a pod's gpulab.dev/devices annotation is writable by its owner. With the kubelet's checkpoint,
+    what a pod holds comes from there: a forged annotation neither blocks a change nor hides a holder."""
+    node = applied("all-1g.10gb")
+    inv = hoststate.inventory_of(node)
+    assert inv is not None
+    forged = holder(inv.gpus[2].mig_devices[0].uuid)  # claims GPU 2 in its annotation, holds nothing
+    real = holder("GPU-not-in-annotation")
+    real["metadata"]["uid"] = "real-uid"
+    by_checkpoint = {"real-uid": [inv.gpus[1].mig_devices[3].uuid]}
+    held = migmanager.held_instances([forged, real], inv.gpus,
+                                     lambda p: by_checkpoint.get(p["metadata"].get("uid", ""), []))
+    assert held == {1: {3}}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,9 +121,12 @@ def restored_labels(node_labels: Mapping[str, str]) -> dict[str, str]:
     return {k: "true" for k, v in node_labels.items() if k.startswith(names.DEPLOY_PREFIX) and v == names.PAUSED}
 
 
-def held_instances(pods: Iterable[Mapping[str, Any]], gpus: Iterable[inventory.GpuInfo]) -> dict[int, set[int | None]]:
+def held_instances(pods: Iterable[Mapping[str, Any]], gpus: Iterable[inventory.GpuInfo],
+                   devices_of: Callable[[Mapping[str, Any]], Iterable[str]] | None = None) -> dict[int, set[int | None]]:
     """GPU index -> what live workload pods hold on it: MIG instances by creation position, ``None`` for the whole
-    GPU. Read from the devices the kubelet-side Allocate recorded on each pod (``gpulab.dev/devices``)."""
+    GPU. ``devices_of(pod)`` gives the device UUIDs a pod holds: the stack reads them from the kubelet's device
+    checkpoint (nothing a pod's owner can write); without one, from the allocation shown on the pod
+    (``gpulab.dev/devices``, the only record on a cluster whose kubelets gpulab does not play)."""
     where: dict[str, tuple[int, int | None]] = {}
     for g in gpus:
         where[g.uuid] = (g.index, None)
@@ -134,16 +137,20 @@ def held_instances(pods: Iterable[Mapping[str, Any]], gpus: Iterable[inventory.G
             continue
         if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
             continue
-        try:
-            recorded = json.loads((pod["metadata"].get("annotations") or {}).get(names.POD_DEVICES, "{}"))
-        except ValueError:
-            continue
-        for devices in (recorded.values() if isinstance(recorded, dict) else ()):
-            for d in devices if isinstance(devices, list) else ():
-                hit = where.get(str(d.get("uuid", ""))) if isinstance(d, dict) else None
-                if hit is not None:
-                    held.setdefault(hit[0], set()).add(hit[1])
+        for uuid in (devices_of or _shown_devices)(pod):
+            hit = where.get(str(uuid))
+            if hit is not None:
+                held.setdefault(hit[0], set()).add(hit[1])
     return held
+
+
+def _shown_devices(pod: Mapping[str, Any]) -> list[str]:
+    try:
+        recorded = json.loads((pod.get("metadata", {}).get("annotations") or {}).get(names.POD_DEVICES, "{}"))
+    except ValueError:
+        return []
+    return [str(d.get("uuid", "")) for devices in (recorded.values() if isinstance(recorded, dict) else ())
+            for d in (devices if isinstance(devices, list) else ()) if isinstance(d, dict)]
 
 
 @dataclass(frozen=True)

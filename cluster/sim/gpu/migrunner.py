@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from cluster import errors
 from cluster.gpu import mig
 from cluster.kube.client import AsyncClient
-from cluster.sim.gpu import events, hoststate, migmanager, names, operands, world as world_mod
+from cluster.sim import checkpoint
+from cluster.sim.gpu import dcgm, events, hoststate, migmanager, names, operands, world as world_mod
 
 log = logging.getLogger("gpulab.gpu-stack.mig-manager")
 # The real wait is 5 minutes per operand; a timeout leaves the labels paused and the state pending (mig-parted#485).
@@ -27,10 +30,12 @@ WAITED_OPERANDS = ("device-plugin", "gpu-feature-discovery", "dcgm-exporter", "d
 
 
 class MigRunner:
-    def __init__(self, client: AsyncClient, world: world_mod.World, recorder: events.Recorder) -> None:
+    def __init__(self, client: AsyncClient, world: world_mod.World, recorder: events.Recorder,
+                 device_checkpoint: Path | None = None) -> None:
         self.client = client
         self.world = world
         self.recorder = recorder
+        self.device_checkpoint = device_checkpoint  # the pod agent's record of which pod holds which device
         self.tasks: dict[str, tuple[str, asyncio.Task[None]]] = {}
 
     def cancel(self, name: str) -> None:
@@ -76,7 +81,7 @@ class MigRunner:
             if decision.action == migmanager.APPLY and decision.result is not None and decision.result.ok:
                 inv = hoststate.inventory_of(node, with_faults=False)
                 assert inv is not None
-                held = migmanager.held_instances(self.world.pods_on(name), inv.gpus)
+                held = migmanager.held_instances(self.world.pods_on(name), inv.gpus, self._devices_of(node))
                 outcome = migmanager.apply_per_gpu(decision.result.layouts, inv.gpus, held)
                 if outcome.reason is None:
                     await self._restart_validator(name)
@@ -92,6 +97,21 @@ class MigRunner:
             current = self.tasks.get(name)
             if current and current[1] is asyncio.current_task():
                 self.tasks.pop(name, None)
+
+    def _devices_of(self, node: dict[str, Any]) -> Callable[[Mapping[str, Any]], list[str]] | None:
+        """What a pod holds, from the kubelet's checkpoint (a tenant can rewrite the annotation on their pod)."""
+        if self.device_checkpoint is None:
+            return None
+        record = checkpoint.DeviceCheckpoint(self.device_checkpoint)
+
+        def devices_of(pod: Mapping[str, Any]) -> list[str]:
+            entries = record.entries(str(pod.get("metadata", {}).get("uid", "")))
+            # IDs through the plugin's registration, and also as written: while the plugin is paused for the
+            # change its registration may be gone, and a device ID is the UUID itself or "<UUID>::<replica>".
+            raw = [d.split("::", 1)[0] for e in entries for d in e.device_ids]
+            return [*dcgm.held_devices(entries, node), *raw]
+
+        return devices_of
 
     async def _wait_operands_gone(self, name: str) -> bool:
         """Wait (bounded) until the paused operands' pods have left the node; their DaemonSets remove them."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 from cluster import errors
@@ -29,7 +30,8 @@ RESTART_AWARE = ("device-plugin", "gpu-feature-discovery", "mig-manager")
 
 
 class NodeReconciler:
-    def __init__(self, client: AsyncClient, world: world_mod.World, recorder: events.Recorder) -> None:
+    def __init__(self, client: AsyncClient, world: world_mod.World, recorder: events.Recorder,
+                 device_checkpoint: Path | None = None) -> None:
         self.client = client
         self.world = world
         self.recorder = recorder
@@ -39,7 +41,7 @@ class NodeReconciler:
         self._looked_at: set[str] = set()  # nodes this process has judged at least once
         self.operand_states: dict[str, dict[str, operands.OperandState]] = {}
         self.slices: dict[str, str] = {}  # node -> JSON of the devices last published
-        self.mig = migrunner.MigRunner(client, world, events.Recorder(client, "nvidia-mig-manager"))
+        self.mig = migrunner.MigRunner(client, world, events.Recorder(client, "nvidia-mig-manager"), device_checkpoint)
         self._generation = int(time.time())
         self.changes = 0  # bumped by every reconcile and operand pod event (the policy status looks at it)
         self._burst: tuple[float, int, int] | None = None  # (start, reconciles, patches) of the current burst

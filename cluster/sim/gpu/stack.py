@@ -31,7 +31,7 @@ class Stack:
         self.client = client
         self.world = world_mod.World()
         self.recorder = events.Recorder(client, "gpu-operator")
-        self.nodes = reconcile.NodeReconciler(client, self.world, self.recorder)
+        self.nodes = reconcile.NodeReconciler(client, self.world, self.recorder, device_checkpoint)
         self.operator = operatorctl.OperatorController(client, self.world)
         self.exporter = dcgm_exporter.Exporter(client, self.world, events.Recorder(client, "kubelet"),
                                                self.nodes.operand_states, device_checkpoint)
