@@ -183,9 +183,9 @@ def test_a_gpu_client_daemonset_that_opts_in_is_paused_and_comes_back(mixed: Cli
                                 "spec": {"nodeSelector": {key: "true", "kubernetes.io/hostname": NODE},
                                          "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
                                          "containers": [{"name": "agent", "image": "example.com/gpu-agent:1"}]}}}}
-    client.post(f"/apis/apps/v1/namespaces/{namespace}/daemonsets", ds)
+    client.create(f"/apis/apps/v1/namespaces/{namespace}/daemonsets", ds)
 
-    def client_pod() -> dict | None:  # type: ignore[type-arg]
+    def client_pod() -> dict[str, Any] | None:
         items = client.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
         return next((p for p in items if p["spec"].get("nodeName") == NODE
                      and p.get("status", {}).get("phase") == "Running"), None)
