@@ -14,8 +14,6 @@ Kubernetes kinds; ``graders.manifests`` and the rules do.
 from __future__ import annotations
 
 import logging
-import math
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -532,20 +530,9 @@ _KNOWN_TAGS = frozenset(
     {"!", _STR, _INT, _FLOAT, _BOOL, _NULL, _BINARY, _TIMESTAMP, "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
 )
 
-# go-yaml v2's resolve table (YAML 1.1 booleans), which is what kubectl's YAML reader uses.
-_BOOLS = {
-    **{w: True for w in ("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON")},
-    **{w: False for w in ("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF")},
-}
-_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
-_INT_RE = re.compile(r"[-+]?(?:0b[01]+|0o[0-7]+|0x[0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
-_FLOAT_RE = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
-_SPECIAL_FLOATS = {
-    **{w: math.inf for w in (".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF")},
-    **{w: -math.inf for w in ("-.inf", "-.Inf", "-.INF")},
-    **{w: math.nan for w in (".nan", ".NaN", ".NAN")},
-}
-_INT64 = (-(2**63), 2**64 - 1)  # ParseInt, then ParseUint
+# Plain scalars resolve with go-yaml v2's table (YAML 1.1 booleans), which is what kubectl's YAML reader uses: one
+# resolver, shared with the device-plugin config decoder.
+resolve_plain = _goyaml.resolve_plain
 
 
 def _key_text(event: Any) -> str:
@@ -561,39 +548,6 @@ def _key_text(event: Any) -> str:
         return _goyaml.json_key(value)
     except ValueError:
         return text
-
-
-def resolve_plain(text: str) -> object:
-    """Resolve a plain (unquoted, untagged) scalar as go-yaml v2 does."""
-    if text in _NULLS:
-        return None
-    if text in _BOOLS:
-        return _BOOLS[text]
-    if len(text) > 256 or not text or text[0] not in "+-.0123456789":
-        return text
-    plain = text.replace("_", "")
-    if _INT_RE.fullmatch(plain) and len(plain) <= 70:
-        value = _parse_int(plain)
-        if value is not None and _INT64[0] <= value <= _INT64[1]:
-            return value
-    if text in _SPECIAL_FLOATS:
-        return _SPECIAL_FLOATS[text]
-    if _FLOAT_RE.fullmatch(plain):
-        return float(plain)
-    return text
-
-
-def _parse_int(plain: str) -> int | None:
-    sign = -1 if plain.startswith("-") else 1
-    body = plain.lstrip("+-")
-    try:
-        if body.startswith(("0b", "0o", "0x")):
-            return sign * int(body, 0)
-        if len(body) > 1 and body.startswith("0"):
-            return sign * int(body, 8)
-        return sign * int(body)
-    except ValueError:
-        return None
 
 
 def walk(data: object, path: YPath = ()) -> Iterator[tuple[YPath, object]]:
