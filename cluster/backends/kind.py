@@ -75,18 +75,19 @@ class KindBackend(StateDir):
         started = time.monotonic()
         with log_path.open("w") as logf:
             logf.write(f"$ {' '.join(cmd)}\n")
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                logf.write(line)
-                lines.append(line.rstrip())
-                if prog and line.strip().startswith(("✓", "•", "✗")):
-                    prog.advance(detail=line.strip().lstrip("✓•✗ ").strip())
-                if time.monotonic() - started > timeout:
-                    proc.kill()
-                    lines.append(f"(gpulab stopped kind after {timeout:.0f} s)")
-                    break
-            rc = proc.wait()
+            # The with block closes kind's output pipe however the loop ends (no unclosed-file warning).
+            with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as proc:
+                assert proc.stdout is not None
+                for line in proc.stdout:
+                    logf.write(line)
+                    lines.append(line.rstrip())
+                    if prog and line.strip().startswith(("✓", "•", "✗")):
+                        prog.advance(detail=line.strip().lstrip("✓•✗ ").strip())
+                    if time.monotonic() - started > timeout:
+                        proc.kill()
+                        lines.append(f"(gpulab stopped kind after {timeout:.0f} s)")
+                        break
+                rc = proc.wait()
         if rc != 0:
             raise errors.CommandFailed(cmd, rc, "\n".join(lines), hint=f"the full output is in {log_path}")
         return "\n".join(lines)

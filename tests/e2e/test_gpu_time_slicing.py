@@ -115,7 +115,9 @@ def test_noisy_neighbour_runs_the_shared_gpu_out_of_memory(timesliced: Client, n
     p = wait_phase(client, namespace, "noisy", "Failed", timeout=20)
     assert p["status"]["reason"] == "GPUOutOfMemory"
     assert "CUDA error: out of memory" in p["status"]["containerStatuses"][0]["state"]["terminated"]["message"]
-    assert any(e["reason"] == "GPUOutOfMemory" for e in events_for(client, namespace, "noisy"))
+    # The exporter records the Event right after it fails the pod: wait for it, don't race it.
+    wait_for(lambda: any(e["reason"] == "GPUOutOfMemory" for e in events_for(client, namespace, "noisy")), 10,
+             what="a GPUOutOfMemory event on the noisy pod")
     assert all(pod(client, namespace, f"tenant-{i}")["status"]["phase"] == "Running" for i in (1, 2))
 
 
