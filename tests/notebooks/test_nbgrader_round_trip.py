@@ -9,6 +9,7 @@ partial marks, and nbgrader's per-task points equal what ``labs.grade`` replays 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -25,6 +26,7 @@ from cluster.kube.client import Client
 from cluster.progress import LogProgress
 from graders import Report
 from labs import course_nbgrader as cn, nbgrader_autograde
+from prerequisites import require
 
 pytestmark = [pytest.mark.notebooks, pytest.mark.timeout(1500)]
 
@@ -34,7 +36,8 @@ ASSIGNMENTS = ["01-device-plugins", "05-dra"]
 
 @pytest.fixture(scope="module")
 def grader_kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    pytest.importorskip("nbgrader")
+    require(importlib.util.find_spec("nbgrader") is not None,
+                          "nbgrader is not installed: make python-deps (the course extra)")
     root = tmp_path_factory.mktemp("grader-state")
     backend = LocalBackend("grader", root)
     backend.up(fleet_mod.load("starter"), LogProgress())

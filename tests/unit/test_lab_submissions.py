@@ -17,6 +17,7 @@ import yaml
 
 import labs
 from cluster.gpu import cel
+from prerequisites import require
 
 pytestmark = pytest.mark.unit
 
@@ -64,8 +65,9 @@ def test_every_lab_has_three_typical_wrong_submissions(lab_id: str) -> None:
 def test_wrong_submission_fails_with_its_specific_hint(case: Path, tmp_path: Path) -> None:
     """Exactly the expected checks fail; each shows its own hint, and its message names the mistake."""
     lab_id = case.parent.name
-    if lab_id == "05-dra" and cel.find_binary() is None:
-        pytest.skip("the CEL checker (celcheck) is not built: `gpulab binaries ensure` (DRA cases need it)")
+    if lab_id == "05-dra":
+        require(cel.find_binary() is not None,
+                              "the CEL checker (celcheck) is not built: `gpulab binaries ensure` (DRA cases need it)")
     expected = yaml.safe_load((case / "expected.yaml").read_text())
     spec = labs.get(lab_id)
     report = labs.grade(lab_id, _submission(lab_id, tmp_path, case))

@@ -15,6 +15,7 @@ import pytest
 
 from cluster.gpu import cel
 from graders import context, findings, lint, rules
+from prerequisites import require
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "rules"
 CASES = sorted(p for p in FIXTURES.glob("*/*.yaml"))
@@ -40,8 +41,9 @@ def test_fixture(path: Path, fleet: context.FleetFacts) -> None:
     """valid-* gives no error or warning; invalid-* gives errors/warnings from its own rule only, on the pinned lines."""
     rule = path.parent.name
     assert rules.by_id(rule) is not None, f"fixture folder {rule} names no rule"
-    if path.name.startswith("invalid-compile") and cel.find_binary() is None:
-        pytest.skip("needs the celcheck helper (gpulab binaries ensure): only the real CEL compiler sees this error")
+    if path.name.startswith("invalid-compile"):
+        require(cel.find_binary() is not None, "needs the celcheck helper (gpulab binaries ensure): "
+                              "only the real CEL compiler sees this error")
     allowed = _ALLOW.search(path.read_bytes())
     others = {r.strip() for r in allowed.group(1).decode().split(",")} if allowed else set()
     loud = [f for f in _loud(lint.lint_paths([path], fleet)) if f.rule not in others]
