@@ -25,6 +25,16 @@ def _pyplot() -> Any:
     return pyplot
 
 
+def _save(figure: Any, path: Path) -> None:
+    """Lay out and write one chart as PNG; a path that cannot be written is a QuizError, not a traceback."""
+    try:
+        figure.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(path, format="png", dpi=120)
+    except OSError as exc:
+        raise errors.QuizError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
 def pre_post_chart(report: ClassReport, path: Path) -> None:
     """Write a grouped bar chart (PNG) of mean pre vs post score for every section."""
     pyplot = _pyplot()
@@ -47,11 +57,7 @@ def pre_post_chart(report: ClassReport, path: Path) -> None:
         axes.set_ylabel("mean score (%)")
         axes.set_title(f"Quiz scores before and after each section ({len(report.learners)} learners)")
         axes.legend(loc="upper left")
-        figure.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        figure.savefig(path, format="png", dpi=120)
-    except OSError as exc:
-        raise errors.QuizError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        _save(figure, path)
     finally:
         pyplot.close(figure)
 
@@ -106,10 +112,6 @@ def item_analysis_chart(analysis: Analysis, path: Path) -> None:
         right.set_title(f"Difficulty against discrimination ({shown} of {len(items)} answered items have an r)\n"
                         "shaded: difficulty 0.3-0.9; dashed: r = 0.2", fontsize=10)  # fmt: skip
         right.legend(loc="lower left", fontsize=8)
-        figure.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        figure.savefig(path, format="png", dpi=120)
-    except OSError as exc:
-        raise errors.QuizError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        _save(figure, path)
     finally:
         pyplot.close(figure)

@@ -39,7 +39,8 @@ class Verdict:
     cost: int
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
+    """The user cache the Go helpers (celcheck, dpcheck) are built into."""
     override = os.environ.get("GPULAB_CACHE_DIR")
     return Path(override) if override else Path(platformdirs.user_cache_dir("gpulab"))
 
@@ -51,18 +52,20 @@ def candidates() -> list[Path]:
         out.append(Path(os.environ["GPULAB_CELCHECK"]))
     if os.environ.get("GPULAB_BIN_DIR"):
         out.append(Path(os.environ["GPULAB_BIN_DIR"]) / BINARY)
-    cache = _cache_dir()
+    cache = cache_dir()
     out.extend(sorted((cache / "bin").glob(f"k8s-{KUBERNETES_VERSION}-*/{BINARY}")))
     out.append(cache / "bin" / KUBERNETES_VERSION / BINARY)
     out.append(cache / "build" / f"kubernetes-{KUBERNETES_VERSION}" / "bin" / BINARY)
     return out
 
 
+def first_executable(paths: Sequence[Path]) -> Path | None:
+    """The first of ``paths`` that is an executable file (a Go helper's lookup order)."""
+    return next((p for p in paths if p.is_file() and os.access(p, os.X_OK)), None)
+
+
 def find_binary() -> Path | None:
-    for path in candidates():
-        if path.is_file() and os.access(path, os.X_OK):
-            return path
-    return None
+    return first_executable(candidates())
 
 
 def check(
@@ -93,6 +96,12 @@ def _compile(path: Path, items: Sequence[tuple[str, str]], timeout: float) -> li
     lines = "".join(
         json.dumps({"id": str(i), "expression": expr, "path": field}) + "\n" for i, (expr, field) in enumerate(items)
     )
+    return _read(run_helper(path, lines, timeout), len(items), [str(path)])
+
+
+def run_helper(path: Path, lines: str, timeout: float) -> str:
+    """Feed a Go helper its JSON lines on stdin and return its stdout; a crash, time-out or non-zero exit is
+    ``CommandFailed`` (the protocol celcheck and dpcheck share)."""
     cmd = [str(path)]
     try:
         proc = subprocess.run(cmd, input=lines, capture_output=True, text=True, timeout=timeout, check=False)
@@ -102,7 +111,7 @@ def _compile(path: Path, items: Sequence[tuple[str, str]], timeout: float) -> li
         raise errors.CommandFailed(cmd, -1, str(exc)) from exc
     if proc.returncode != 0:
         raise errors.CommandFailed(cmd, proc.returncode, proc.stderr)
-    return _read(proc.stdout, len(items), cmd)
+    return proc.stdout
 
 
 def _read(stdout: str, expected: int, cmd: list[str]) -> list[Verdict]:

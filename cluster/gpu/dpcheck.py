@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
 from cluster import errors, gobuild, versions
+from cluster.gpu import cel
 
 NAME = "dpcheck"
 MODULE_VERSION = versions.DEVICE_PLUGIN_VERSION
@@ -53,18 +51,14 @@ def candidates() -> list[Path]:
         out.append(Path(os.environ["GPULAB_DPCHECK"]))
     if os.environ.get("GPULAB_BIN_DIR"):
         out.append(Path(os.environ["GPULAB_BIN_DIR"]) / binary_name())
-    override = os.environ.get("GPULAB_CACHE_DIR")
-    cache = Path(override) if override else Path(platformdirs.user_cache_dir("gpulab"))
+    cache = cel.cache_dir()
     out.extend(sorted((cache / "bin").glob(f"*/{binary_name()}")))
     out.append(cache / "build" / binary_name() / "bin" / binary_name())
     return out
 
 
 def find_binary() -> Path | None:
-    for path in candidates():
-        if path.is_file() and os.access(path, os.X_OK):
-            return path
-    return None
+    return cel.first_executable(candidates())
 
 
 def check(
@@ -86,16 +80,9 @@ def check(
     lines = "".join(json.dumps({"id": str(i), "text": text, "args": list(args)}) + "\n"
                     for i, (text, args) in enumerate(items))
     cmd = [str(path)]
-    try:
-        proc = subprocess.run(cmd, input=lines, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise errors.CommandFailed(cmd, -1, f"timed out after {timeout:.0f}s") from exc
-    except OSError as exc:
-        raise errors.CommandFailed(cmd, -1, str(exc)) from exc
-    if proc.returncode != 0:
-        raise errors.CommandFailed(cmd, proc.returncode, proc.stderr)
+    stdout = cel.run_helper(path, lines, timeout)
     verdicts: dict[int, Verdict] = {}
-    for line in proc.stdout.splitlines():
+    for line in stdout.splitlines():
         try:
             raw = json.loads(line)
             verdicts[int(raw["id"])] = Verdict(
