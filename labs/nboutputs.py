@@ -4,7 +4,8 @@ A notebook reads well without a cluster only when every code cell shows what it 
 notebook headless (nbclient) against a started lab cluster; ``write`` saves its outputs into the course file;
 ``drift`` compares the saved outputs with a fresh run's and names every cell whose output changed.
 
-What a run cannot repeat is masked before comparing, never the substance: ages (``12s``, ``3m4s``), times and
+What a run cannot repeat is masked before comparing, never the substance: terminal colour codes, rollout
+progress lines, ages (``12s``, ``3m4s``), times and
 dates, UIDs, resourceVersions, loopback ports, temporary paths, the random suffixes Kubernetes gives pod names,
 measured durations, and widget model ids. Images are compared by kind (a figure is still drawn), not pixel by
 pixel, since fonts and anti-aliasing differ between machines. ``gpulab course outputs`` writes and checks;
@@ -31,6 +32,9 @@ VOLATILE_MIMES = ("application/vnd.jupyter.widget-view+json",)
 IMAGE_MIMES = ("image/png", "image/jpeg", "image/svg+xml")
 
 _MASKS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p, r in (
+    (r"\x1b\[[0-9;?]*[A-Za-z]", ""),
+    (r"(running\s*│\s*)\d+", r"\1<pid>"),
+    (r"(?m)^Waiting for (?:deployment|daemon set|statefulset|rollout) .*\n?", ""),
     (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<uid>"),
     (r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?", "<time>"),
     (r"\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b", "<time>"),
@@ -39,8 +43,9 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"\b(?:127\.0\.0\.1|localhost):\d{2,5}\b", "<loopback>"),
     (r"(?i)\bresourceVersion[\"']?\s*[:=]\s*[\"']?\d+[\"']?", "resourceVersion: <rv>"),
     (r"\b(?P<base>[a-z0-9]([-a-z0-9]*[a-z0-9])?)-[bcdfghjklmnpqrstvwxz2456789]{5}\b", r"\g<base>-<sfx>"),
-    (r"\b\d+(?:\.\d+)?\s?(?:ms|µs|us|s|sec|seconds|min|minutes)\b", "<dur>"),
-    (r"\b(?:\d+d)?(?:\d+h)?(?:\d+m)?\d+s\b|\b\d+[mhd]\d*[smh]?\b", "<dur>"),
+    (r"\b\d{1,3}(?:\.\d{1,3}){3}\b", "<ip>"),
+    (r"(?<![\w.-])\d+(?:\.\d+)?\s?(?:ms|µs|us|s|sec|seconds|min|minutes)(?![\w-])", "<dur>"),
+    (r"(?<![\w.-])(?:\d+d)?(?:\d+h)?(?:\d+m)?\d+[smhd](?:\d+[smh])?(?![\w-])", "<dur>"),
     (r"model_id[\"']?\s*:\s*[\"'][0-9a-f]{32}[\"']", "model_id: <id>"),
     (r"[ \t]+", " "),
 ))

@@ -136,7 +136,7 @@ def create(manifest: str, *, expect: str = "success", quiet: bool = False) -> Re
 def gpulab(args: str | list[str], *, expect: str = "success", quiet: bool = False) -> Result:
     """Run the ``gpulab`` command line (same interpreter, same state dir) and print what it prints."""
     cmd = [sys.executable, "-m", "labs.cli.main", *_split(args)]
-    return _run(cmd, None, expect, quiet, env={**os.environ, "COLUMNS": "150"})
+    return _run(cmd, None, expect, quiet, env={**os.environ, "COLUMNS": "150", "TTY_INTERACTIVE": "0"})
 
 
 # --- DCGM exporter -------------------------------------------------------------------------------------------

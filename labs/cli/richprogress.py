@@ -9,6 +9,9 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn
 class RichProgress:
     def __init__(self, console: Console | None = None) -> None:
         self._console = console or Console(stderr=True)
+        # A live bar only where someone watches it redraw: not in logs, CI or a notebook's saved output
+        # (labs.shell runs gpulab with TTY_INTERACTIVE=0, which rich honours; colours stay).
+        self._live = self._console.is_terminal and self._console.is_interactive
         self._bar: Progress | None = None
         self._task: TaskID | None = None
         self._label = ""
@@ -19,7 +22,7 @@ class RichProgress:
     def start(self, task: str, total: float | None = None) -> None:
         self.finish()
         self._label = task
-        if not self._console.is_terminal:
+        if not self._live:
             # Logs and CI: plain lines, one per 10 % (or per detail when the total is unknown).
             self._plain_total, self._plain_done, self._plain_next = total, 0.0, 0.1
             self._console.print(f">> {task}" + (f" ({total:.0f} steps)" if total else ""), highlight=False)
@@ -31,7 +34,7 @@ class RichProgress:
         self._task = self._bar.add_task(task, total=total, detail="")
 
     def advance(self, amount: float = 1.0, *, detail: str | None = None) -> None:
-        if not self._console.is_terminal:
+        if not self._live:
             self._plain_done += amount
             total = self._plain_total
             if total and self._plain_done / total >= self._plain_next:
@@ -46,7 +49,7 @@ class RichProgress:
                 self._bar.update(self._task, advance=amount)
 
     def finish(self, message: str | None = None) -> None:
-        if not self._console.is_terminal:
+        if not self._live:
             if self._label:
                 self._console.print(f"   {self._label}: {message or 'done'}", highlight=False)
             self._label = ""
