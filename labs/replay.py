@@ -206,7 +206,9 @@ def validate_actions(spec: LabSpec, actions: Sequence[Mapping[str, Any]]) -> tup
                     gpu is None or (isinstance(gpu, int) and not isinstance(gpu, bool) and 0 <= gpu < 64)):
                 notes.append(f"{where}: lab {spec.id} does not let you set fault {fk!s} on {node!s}; not replayed")
             else:
-                ok.append(Act("fault", f"fault {fk} on {node}", {"node": node, "kind": fk, "gpu": gpu}))
+                # the GPU is part of the name: two broken GPUs of one node are two actions, not a repeat
+                ok.append(Act("fault", f"fault {fk} on {node}" + ("" if gpu is None else f" GPU {gpu}"),
+                              {"node": node, "kind": fk, "gpu": gpu}))
         elif kind == "operator":
             installed = a.get("installed")
             if not operator_allowed(spec) or not isinstance(installed, bool):

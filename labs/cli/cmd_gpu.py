@@ -5,14 +5,18 @@ NVIDIA names are the real GPU stack's. ``status`` only reads, and works everywhe
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
+import yaml
 from rich.console import Console
 from rich.table import Table
 
-from cluster import backends
+from cluster import backends, errors
 from cluster.backends import guard
 from cluster.kube.client import Client
-from cluster.sim.gpu import hoststate, names, operator
+from cluster.gpu import helm_values
+from cluster.sim.gpu import hoststate, manifests, names, operator
 
 
 def _client(change: str | None = None) -> Client:
@@ -40,6 +44,21 @@ def _print_status(st: operator.OperatorStatus, console: Console) -> None:
     console.print(table)
 
 
+def _rendered(sets: tuple[str, ...], value_files: tuple[str, ...]) -> helm_values.Rendered:
+    files = []
+    for name in value_files:
+        try:
+            files.append((name, Path(name).read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise errors.ConfigError(name, [f"cannot read the values file: {exc}"]) from exc
+    return helm_values.render(helm_values.values_from(files, sets), names.NAMESPACE)
+
+
+def _echo_ignored(rendered: helm_values.Rendered) -> None:
+    for path in rendered.ignored:
+        click.echo(f"note: {path} is a chart value gpulab's simulated operator does not act on; ignored", err=True)
+
+
 def register(cli: click.Group) -> None:
     @cli.group("gpu-operator")
     def gpu_operator() -> None:
@@ -48,11 +67,29 @@ def register(cli: click.Group) -> None:
     @gpu_operator.command()
     @click.option("--no-wait", is_flag=True, help="Return without waiting for the ClusterPolicy to be ready.")
     @click.option("--timeout", default=90.0, show_default=True, help="Seconds to wait for ready.")
-    def install(no_wait: bool, timeout: float) -> None:
-        """Install the operator: namespace, ClusterPolicy CRD and default policy, MIG config, DRA classes."""
+    @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+                  help="A Helm chart value, e.g. --set devicePlugin.config.name=plugin-config (repeatable).")
+    @click.option("-f", "--values", "value_files", multiple=True, type=click.Path(dir_okay=False),
+                  help="A Helm values file for the gpu-operator chart (repeatable; --set wins).")
+    @click.option("--dry-run", is_flag=True, help="Print the ClusterPolicy and ConfigMaps the values give; change nothing.")
+    def install(no_wait: bool, timeout: float, sets: tuple[str, ...], value_files: tuple[str, ...],
+                dry_run: bool) -> None:
+        """Install the operator: namespace, ClusterPolicy CRD and default policy, MIG config, DRA classes.
+
+        With --set / -f, the values map onto the ClusterPolicy as NVIDIA's Helm chart maps them
+        (deployments/gpu-operator/templates/clusterpolicy.yaml); unknown value paths are refused."""
+        rendered = _rendered(sets, value_files) if sets or value_files or dry_run else None
+        if dry_run:
+            assert rendered is not None
+            docs = [*rendered.configmaps, helm_values.apply(manifests.cluster_policy(), rendered)]
+            click.echo(yaml.safe_dump_all(docs, sort_keys=False), nl=False)
+            _echo_ignored(rendered)
+            return
         with _client(f"install the GPU Operator (the {names.NAMESPACE} namespace, the {names.CRD_NAME} CRD, "
                      "the ClusterPolicy and the GPU nodes' labels)") as client:
-            state = operator.install(client, wait=not no_wait, timeout=timeout)
+            state = operator.install(client, wait=not no_wait, timeout=timeout, values=rendered)
+        if rendered is not None:
+            _echo_ignored(rendered)
         click.echo(f"gpu-operator installed; ClusterPolicy cluster-policy: {state or 'pending'}")
 
     @gpu_operator.command()

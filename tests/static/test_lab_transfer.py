@@ -15,9 +15,6 @@ import yaml
 from labs import audit, catalog
 
 NOT_YET: dict[str, str] = {
-    "01-device-plugins": "40 % answers; solution/cuda-test.yaml is module 01's cell",
-    "02-gpu-operator": "58 % answers",
-    "03-scheduling": "solution/quota.yaml is module 03's quota",
     "04a-time-slicing": "24 % answers; the device-plugin config is module 04's demo config",
     "04b-operator-time-slicing": "27 % answers",
     "04c-per-node-sharing": "21 % answers",

@@ -174,21 +174,22 @@ def test_owner_tells_clusters_gpulab_made_from_everyone_elses(state: Path, tmp_p
     assert guard.owner().name == "attach" and guard.owner(foreign).name == "attach"
 
 
-@pytest.mark.parametrize("lab_id", ["01-device-plugins", "02-gpu-operator", "03-scheduling", "04a-time-slicing",
+@pytest.mark.parametrize("lab_id", ["01-device-plugins", "02-gpu-operator", "02b-operator-values", "03-scheduling",
+                                    "03b-topology-manager", "04a-time-slicing",
                                     "04b-operator-time-slicing", "04c-per-node-sharing", "04d-mig", "05-dra",
                                     "06-troubleshooting"])
 def test_every_lab_refuses_setup_solve_reset_and_stop_on_attach(attached: Path, tmp_path: Path, lab_id: str) -> None:
     """Every lab puts the GPU stack, the GPU nodes or cluster-scoped objects in its scope: none may start on
     someone else's cluster, whether it is the current backend or a kubeconfig handed to ``labs.start``. Solving
     is refused too where the solution labels nodes, patches the ClusterPolicy or applies NVIDIA-named or
-    cluster-scoped objects (02 and 03 only apply pods and quotas in their own namespaces)."""
+    cluster-scoped objects (02, 03 and 03b only apply pods and quotas in their own namespaces)."""
     from labs import catalog, runtime
 
     assert lab_id in catalog.ids()
     for kubeconfig_path in (None, attached):
         lab = runtime.Lab(catalog.get(lab_id), tmp_path / "work" / lab_id, kubeconfig_path)
         actions = [(lab.setup, "set up"), (lab.reset, "reset"), (lab.stop, "stop")]
-        if lab_id not in ("02-gpu-operator", "03-scheduling"):
+        if lab_id not in ("02-gpu-operator", "03-scheduling", "03b-topology-manager"):
             actions.append((lab.solve, "solve"))
         for action, verb in actions:
             with pytest.raises(errors.CourseError, match=f"refusing to {verb} lab {lab_id}, which would") as info:

@@ -126,9 +126,10 @@ def test_folder_files_win_over_the_bundle_copies(tmp_path: Path) -> None:
     """A folder with evidence.json: the file checks read the folder, not the bundle's copies."""
     sub = _submission("01-device-plugins", tmp_path)
     shutil.copyfile(BUNDLES / "01-device-plugins.solved.json", sub / "evidence.json")
-    (sub / "answers.yaml").write_text((sub / "answers.yaml").read_text().replace("capacity: 4", "capacity: 3"))
+    (sub / "answers.yaml").write_text((sub / "answers.yaml").read_text().replace(
+        "insufficientResource: nvidia.com/gpu", "insufficientResource: gpu"))
     report = labs.grade("01-device-plugins", sub)
-    assert [c.id for c in report.checks if not c.passed] == ["capacity-stays"]
+    assert [c.id for c in report.checks if not c.passed] == ["names-the-missing-resource"]
     assert len(report.checks) == len([c for c in labs.get("01-device-plugins").checks if not c.cluster])
 
 

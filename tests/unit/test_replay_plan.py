@@ -103,3 +103,11 @@ def test_a_recorded_rollout_restart_is_replayed_after_the_fix_it_loads() -> None
     other = replay.plan(spec, {}, [{"action": "restart", "daemonset": "nvidia-dcgm-exporter"}])
     assert not any(a.kind == "restart" for a in other.acts)
     assert any("does not let you restart daemonset nvidia-dcgm-exporter" in n for n in other.notes)
+
+
+def test_two_broken_gpus_of_one_node_are_two_faults_and_a_repeat_is_one() -> None:
+    """Lab 01 breaks GPUs 3 and 6 of h100-0: both are replayed; the same action twice is replayed once."""
+    spec = labs.get("01-device-plugins")
+    actions = [{"action": "fault", "node": "h100-0", "kind": "gpu-unhealthy", "gpu": g} for g in (3, 6, 6)]
+    acts, notes = replay.validate_actions(spec, actions)
+    assert [a.data["gpu"] for a in acts if a.kind == "fault"] == [3, 6] and not notes

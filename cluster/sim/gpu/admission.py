@@ -7,7 +7,9 @@ never read back for this: a tenant can write them, and could otherwise make anot
 picked by the plugin's ``sharedDevicesAllocationPolicy`` (``distributed``: the GPU with the fewest replicas in
 use; ``packed``: the busiest GPU that still has one). A container asking for more than one replica of a
 resource with ``failRequestsGreaterThanOne`` is refused with the kubelet's wrapping of the plugin's error
-(reference section 1). For DRA, allocated claims count as prepared: the container gets the allocated devices.
+(reference section 1). Before allocating, the node's Topology Manager policy judges the request
+(``cluster.sim.gpu.topology``): a pod it refuses ends ``Failed`` with ``TopologyAffinityError``, and an admitted
+one gets its devices from the NUMA nodes of the best hint first. For DRA, allocated claims count as prepared: the container gets the allocated devices.
 The allocation is recorded in the checkpoint, and shown on the pod (``gpulab.dev/devices`` and ``gpulab.dev/env``
 with ``NVIDIA_VISIBLE_DEVICES``) for people and the DCGM exporter to read. This hook must not bind or schedule
 anything.
@@ -23,7 +25,8 @@ from typing import Any
 
 from cluster import errors
 from cluster.sim import admission
-from cluster.sim.gpu import dra, hoststate, names
+from cluster.sim import nodes as nodes_mod
+from cluster.sim.gpu import dra, hoststate, names, topology
 
 log = logging.getLogger(__name__)
 
@@ -92,14 +95,59 @@ def _unexpected(err: str) -> admission.Decision:
     return admission.Decision.reject(UNEXPECTED, f"Allocate failed due to {err}, which is unexpected")
 
 
+def numa_nodes(node: Mapping[str, Any]) -> int:
+    """The node's NUMA node count, from the hardware the fleet gave it (1 when unknown)."""
+    try:
+        raw = json.loads(hoststate.node_annotations(node).get(nodes_mod.HARDWARE_ANNOTATION, "") or "{}")
+        return max(1, int(raw.get("numaNodes", 1) or 1)) if isinstance(raw, dict) else 1
+    except (ValueError, TypeError):
+        return 1
+
+
+def topology_verdicts(pod: Mapping[str, Any], node: Mapping[str, Any],
+                      taken: set[str]) -> admission.Decision | dict[str, frozenset[int]]:
+    """The Topology Manager's verdict per container (its NUMA affinity), or the kubelet's rejection."""
+    policy, scope = topology.node_policy(hoststate.node_labels(node))
+    numa = numa_nodes(node)
+    if policy == "none" or numa < 2:
+        return {}
+    resources, _, _ = registry(node)
+    gpus = hoststate.hardware(node).count
+    devices = {res: [topology.Device(d.id, topology.numa_of(d.gpu, gpus, numa), d.healthy and d.id not in taken)
+                     for d in devs] for res, devs in resources.items()}
+    wanted: dict[str, dict[str, int]] = {}
+    for container, resource, count in container_requests(pod):
+        key = "" if scope == "pod" else container
+        wanted.setdefault(key, {})[resource] = wanted.get(key, {}).get(resource, 0) + count
+    out: dict[str, frozenset[int]] = {}
+    for key, requests in wanted.items():
+        verdict = topology.judge(policy, requests, devices, numa)
+        if not verdict.admit:
+            return admission.Decision.reject(topology.REASON, topology.MESSAGE)
+        out[key] = verdict.affinity
+    return out
+
+
+def _near_first(devices: Sequence[Registered], node: Mapping[str, Any], affinity: frozenset[int]) -> list[Registered]:
+    if not affinity:
+        return list(devices)
+    gpus, numa = hoststate.hardware(node).count, numa_nodes(node)
+    return sorted(devices, key=lambda d: topology.numa_of(d.gpu, gpus, numa) not in affinity)
+
+
 def allocate(pod: Mapping[str, Any], node: Mapping[str, Any], taken: set[str]) -> admission.Decision | dict[str, list[dict[str, str]]]:
     """The device manager's allocation for every container, or the kubelet's rejection."""
     resources, policy, single = registry(node)
     allocatable = node.get("status", {}).get("allocatable", {})
+    verdicts = topology_verdicts(pod, node, taken)
+    if isinstance(verdicts, admission.Decision):
+        return verdicts
     taken = set(taken)
     out: dict[str, list[dict[str, str]]] = {}
     for container, resource, count in container_requests(pod):
         devices = resources.get(resource)
+        if devices is not None:
+            devices = _near_first(devices, node, verdicts.get(container, verdicts.get("", frozenset())))
         if devices is None:
             capacity = allocatable.get(resource, "0")
             return admission.Decision.reject(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster import errors
+from cluster.gpu import helm_values
 from cluster.kube.client import Client
 from cluster.sim.gpu import dra, hoststate, manifests, names, nodeplan, plugin, policy as policy_mod
 
@@ -67,8 +68,18 @@ def present(client: Client) -> bool:
         return False
 
 
-def install(client: Client, *, wait: bool = True, timeout: float = 90.0) -> str:
-    """Install the operator (idempotent); returns the policy state. Waits for ``ready`` when ``wait``."""
+def install(client: Client, *, wait: bool = True, timeout: float = 90.0,
+            values: helm_values.Rendered | None = None) -> str:
+    """Install the operator (idempotent); returns the policy state. Waits for ``ready`` when ``wait``.
+
+    ``values``: what the Helm chart renders from the user's values (``cluster.gpu.helm_values``): its
+    ConfigMaps are created and its ClusterPolicy fields set over the default policy. Like ``helm install``,
+    an install with values refuses a cluster where the operator is already installed."""
+    if values is not None and policy_state(client) is not None:
+        raise errors.ConfigError("gpu-operator install", ["the GPU Operator is already installed; values only "
+                                 "apply to a new installation"],
+                                 hint="gpulab gpu-operator uninstall, then install again with the values "
+                                      "(or edit the ClusterPolicy: kubectl edit clusterpolicy cluster-policy)")
     if client.exists(NS_PATH) and client.get(NS_PATH).get("status", {}).get("phase") == "Terminating":
         _wait("the previous gpu-operator namespace to go away", lambda: not client.exists(NS_PATH), 60,
               "gpulab gpu-operator status")
@@ -81,7 +92,10 @@ def install(client: Client, *, wait: bool = True, timeout: float = 90.0) -> str:
     _create(client, f"{NS_PATH}/configmaps", manifests.mig_configmap())
     for dc in dra.device_classes():
         _create(client, dra.CLASSES_PATH, dc)
-    _create(client, names.POLICY_PATH, manifests.cluster_policy())
+    for cm in values.configmaps if values is not None else ():
+        _create(client, f"{NS_PATH}/configmaps", cm)
+    policy = manifests.cluster_policy() if values is None else helm_values.apply(manifests.cluster_policy(), values)
+    _create(client, names.POLICY_PATH, policy)
     if wait:
         _wait("ClusterPolicy cluster-policy to report ready", lambda: policy_state(client) == "ready", timeout,
               "is the gpu-stack component running? `gpulab status`; faults: `gpulab gpu-operator status`")
