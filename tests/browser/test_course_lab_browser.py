@@ -8,11 +8,15 @@ server's kernels inherit.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_quiz_browser import CHROMIUM, Lab, lab, prerequisites, require  # noqa: F401  (fixtures reused)
@@ -52,8 +56,6 @@ def cluster_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def wait_for_idle_kernel(server: Lab, name: str, timeout: float = 180.0) -> None:
-    import time
-
     deadline = time.monotonic() + timeout
     states: list[str] = []
     while time.monotonic() < deadline:
@@ -64,38 +66,48 @@ def wait_for_idle_kernel(server: Lab, name: str, timeout: float = 180.0) -> None
     pytest.fail(f"the notebook's kernel did not become idle within {timeout:.0f}s (states: {states})")
 
 
-def test_learner_checks_a_course_lab_in_jupyterlab_and_sees_findings(cluster_env: Path, lab: Lab,
-                                                                      tmp_path: Path) -> None:  # fmt: skip
-    from playwright.sync_api import expect, sync_playwright
+@contextmanager
+def notebook_page(lab: Lab, name: str, tmp_path: Path) -> Iterator[Any]:
+    """Chromium showing notebook ``name`` in JupyterLab with its (new) kernel idle; a screenshot and the server
+    log on failure; the browser always closed."""
+    from playwright.sync_api import sync_playwright
 
-    shutil.copy(COURSE / NOTEBOOK, lab.root / NOTEBOOK)
-    spec = labs.get(LAB_ID)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"])
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(120_000)
         try:
-            page.goto(f"{lab.url}/lab/tree/{NOTEBOOK}?token={lab.token}", wait_until="domcontentloaded")
+            page.goto(f"{lab.url}/lab/tree/{name}?token={lab.token}", wait_until="domcontentloaded")
             page.locator(".jp-Notebook .jp-Cell").first.wait_for(state="visible", timeout=180_000)
-            wait_for_idle_kernel(lab, NOTEBOOK)
-            cell = page.locator(".jp-Notebook .jp-CodeCell", has_text=f'labs.start("{LAB_ID}")')
-            cell.scroll_into_view_if_needed()
-            cell.locator(".jp-InputArea-editor").click()
-            page.keyboard.press("Shift+Enter")
-            widget = cell.locator(".jp-OutputArea")
-            expect(widget).to_contain_text(f"Lab {LAB_ID}", timeout=300_000)
-            expect(widget).to_contain_text(spec.tasks[0].title)
-            widget.get_by_role("button", name="Check").click()
-            expect(widget).to_contain_text(SCORE, timeout=180_000)
-            expect(widget).to_contain_text("Some checks fail: read the hints below.")
-            text = widget.inner_text()
-            page.screenshot(path=str(tmp_path / "checked.png"), full_page=True)  # kept for a human look
+            wait_for_idle_kernel(lab, name)
+            yield page
         except Exception:
             page.screenshot(path=str(tmp_path / "failure.png"), full_page=True)
             print(f"screenshot: {tmp_path / 'failure.png'}\nserver log:\n{lab.log_tail()}")
             raise
         finally:
             browser.close()
+
+
+def test_learner_checks_a_course_lab_in_jupyterlab_and_sees_findings(cluster_env: Path, lab: Lab,
+                                                                      tmp_path: Path) -> None:  # fmt: skip
+    from playwright.sync_api import expect
+
+    shutil.copy(COURSE / NOTEBOOK, lab.root / NOTEBOOK)
+    spec = labs.get(LAB_ID)
+    with notebook_page(lab, NOTEBOOK, tmp_path) as page:
+        cell = page.locator(".jp-Notebook .jp-CodeCell", has_text=f'labs.start("{LAB_ID}")')
+        cell.scroll_into_view_if_needed()
+        cell.locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")
+        widget = cell.locator(".jp-OutputArea")
+        expect(widget).to_contain_text(f"Lab {LAB_ID}", timeout=300_000)
+        expect(widget).to_contain_text(spec.tasks[0].title)
+        widget.get_by_role("button", name="Check").click()
+        expect(widget).to_contain_text(SCORE, timeout=180_000)
+        expect(widget).to_contain_text("Some checks fail: read the hints below.")
+        text = widget.inner_text()
+        page.screenshot(path=str(tmp_path / "checked.png"), full_page=True)  # kept for a human look
 
     got, possible = map(float, SCORE.search(text).groups())  # type: ignore[union-attr]
     assert possible == spec.max_score and got < possible
@@ -104,3 +116,66 @@ def test_learner_checks_a_course_lab_in_jupyterlab_and_sees_findings(cluster_env
         assert check.id in text
         assert " ".join(check.hint.split())[:60] in " ".join(text.split())
     assert "\u2718" in text  # the failed-check mark
+
+
+def lab_sections(nb: dict[str, Any]) -> list[tuple[str, int]]:
+    """(lab id, number of code cells) for each ``labs.start`` cell and the code cells after it, up to the next
+    markdown cell: what a learner who jumps straight to the lab runs."""
+    cells = nb["cells"]
+    out = []
+    for i, cell in enumerate(cells):
+        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        found = START.search(src) if cell["cell_type"] == "code" else None
+        if found:
+            count = 1
+            for later in cells[i + 1:]:
+                if later["cell_type"] != "code":
+                    break
+                count += 1
+            out.append((found.group(1), count))
+    return out
+
+
+START = re.compile(r"labs\.start\(\s*['\"]([\w-]+)['\"]")
+WITH_LABS = [p.name for p in sorted(COURSE.glob("[0-9][0-9]*-*.ipynb"))
+             if lab_sections(json.loads(p.read_text(encoding="utf-8")))]
+
+
+@pytest.mark.parametrize("name", WITH_LABS)
+def test_only_the_lab_cells_run_in_a_fresh_kernel_without_errors(name: str, cluster_env: Path, lab: Lab,
+                                                                  tmp_path: Path) -> None:  # fmt: skip
+    """Each notebook opened in JupyterLab with a new kernel; only its lab cells run (no cell above them), and the
+    saved notebook has no error output and a report for every lab."""
+    nb = json.loads((COURSE / name).read_text(encoding="utf-8"))
+    for cell in nb["cells"]:  # a clean copy: saved outputs would hide what this run prints
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+    (lab.root / name).write_text(json.dumps(nb))
+    sections = lab_sections(nb)
+    with notebook_page(lab, name, tmp_path) as page:
+        for lab_id, count in sections:
+            cell = page.locator(".jp-Notebook .jp-CodeCell", has_text=f'labs.start("{lab_id}")')
+            cell.scroll_into_view_if_needed()
+            cell.locator(".jp-InputArea-editor").click()
+            for _ in range(count):
+                page.keyboard.press("Shift+Enter")
+                time.sleep(1.0)  # let the kernel turn busy before waiting for idle
+                wait_for_idle_kernel(lab, name, timeout=600)
+        page.keyboard.press("Escape")
+        page.keyboard.press("Control+s")
+        deadline = time.monotonic() + 60
+        saved: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            saved = json.loads((lab.root / name).read_text(encoding="utf-8"))
+            if sum(bool(c.get("outputs")) for c in saved["cells"]) >= len(sections):
+                break
+            time.sleep(0.5)
+
+    ran = [c for c in saved["cells"] if c["cell_type"] == "code" and c.get("execution_count")]
+    assert len(ran) == sum(n for _, n in sections), f"{name}: ran {len(ran)} cells"
+    errors = [o for c in ran for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors, f"{name}: {[(e['ename'], e['evalue']) for e in errors]}"
+    stderr = "".join("".join(o.get("text", "")) for c in ran for o in c.get("outputs", []) if o.get("name") == "stderr")
+    assert "Traceback" not in stderr, stderr[-2000:]
+    html = "".join("".join(o.get("data", {}).get("text/html", "")) for c in ran for o in c.get("outputs", []))
+    assert html.count("&#10008;") + html.count("&#10004;") > 0, f"{name}: no lab report rendered"
