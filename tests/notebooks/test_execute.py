@@ -1,4 +1,5 @@
-"""Every course notebook executes headless (nbclient) against a real local cluster, in course order, without errors.
+"""Every course notebook executes headless (nbclient) against a real local cluster, in course order, without errors,
+and prints what its saved outputs show (``labs.nboutputs``: ages, UIDs and times masked).
 
 One local control plane with the starter fleet serves the whole module, in a private GPULAB_STATE_DIR; the
 kernels get its KUBECONFIG, a private quiz store and a private lab folder. Quiz and lab cells only render
@@ -8,72 +9,39 @@ figures as PNGs, and for module notebooks a graded lab report.
 
 from __future__ import annotations
 
-import os
+import json
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cluster import binaries, fleet as fleet_mod
-from cluster.backends.local import LocalBackend
-from cluster.progress import LogProgress
+from cluster import binaries
+from labs import nboutputs
 from prerequisites import require
 
 pytestmark = [pytest.mark.notebooks, pytest.mark.timeout(1800)]
 
 COURSE = Path(__file__).resolve().parents[2] / "course"
-NOTEBOOKS = sorted(p.name for p in COURSE.glob("[0-9][0-9]-*.ipynb"))
+NOTEBOOKS = [p.name for p in nboutputs.notebooks(COURSE)]
 CELL_TIMEOUT_S = 300
 
 
 @pytest.fixture(scope="module")
 def course_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """A started local cluster and the environment the notebooks' kernels run with."""
+    """A started local cluster and the environment the notebooks' kernels run with (``labs.nboutputs``)."""
     try:
         import nbclient  # noqa: F401
     except ImportError:
         require(False, "nbclient is missing; pip install -e '.[course]'")
     require(binaries.cached() is not None, "control-plane binaries are missing; run: gpulab binaries ensure")
-    root = tmp_path_factory.mktemp("notebooks")
-    state = root / "state"
-    saved = {k: os.environ.get(k) for k in ("GPULAB_STATE_DIR", "KUBECONFIG", "GPULAB_QUIZ_DB", "GPULAB_LEARNER",
-                                            "GPULAB_LABS_DIR")}  # fmt: skip
-    os.environ["GPULAB_STATE_DIR"] = str(state)
-    backend = LocalBackend("gpulab", state)
-    backend.up(fleet_mod.load("starter"), LogProgress())
-    env = {
-        "GPULAB_STATE_DIR": str(state),
-        "KUBECONFIG": str(backend.kubeconfig()),
-        "GPULAB_QUIZ_DB": str(root / "quiz.sqlite3"),
-        "GPULAB_LEARNER": "notebook-ci",
-        "GPULAB_LABS_DIR": str(root / "labs"),
-    }
-    os.environ.update(env)  # the kernels inherit this process's environment
-    try:
-        yield {**env, "workdir": str(root / "work")}
-    finally:
-        backend.down(purge=True)
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with nboutputs.course_cluster(tmp_path_factory.mktemp("notebooks")) as work:
+        yield {"workdir": str(work)}
 
 
 def execute(path: Path, workdir: Path) -> tuple[Any, float]:
-    import nbformat
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(str(path), as_version=4)
-    workdir.mkdir(parents=True, exist_ok=True)
-    client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
-                            resources={"metadata": {"path": str(workdir)}})  # fmt: skip
-    started = time.monotonic()
-    client.execute()
-    return nb, time.monotonic() - started
+    return nboutputs.execute(path, workdir, timeout=CELL_TIMEOUT_S)
 
 
 def outputs(nb: Any, mime: str) -> list[str]:
@@ -91,7 +59,7 @@ def stream_text(nb: Any) -> str:
 
 
 def test_notebooks_are_found() -> None:
-    assert NOTEBOOKS[0] == "00-start-here.ipynb" and len(NOTEBOOKS) == 7, NOTEBOOKS
+    assert NOTEBOOKS[0] == "00-start-here.ipynb" and len(NOTEBOOKS) >= 7, NOTEBOOKS
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -103,6 +71,11 @@ def test_notebook_executes_against_the_lab_cluster(name: str, course_env: dict[s
     except CellExecutionError as exc:
         pytest.fail(f"{name}: a cell failed:\n{str(exc)[-4000:]}")
     print(f"{name}: executed in {elapsed:.0f} s")
+    saved = json.loads((COURSE / name).read_text(encoding="utf-8"))
+    drifted = nboutputs.drift(name, saved, nb)
+    assert not drifted, ("saved outputs no longer match what the cells print; if the change is meant, run "
+                         "`gpulab course outputs --write` and commit:\n" + "\n\n".join(map(str, drifted[:5])))
+    assert not nboutputs.missing(name, saved), "code cells without saved output (gpulab course outputs --write)"
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors
     text = stream_text(nb)
