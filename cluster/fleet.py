@@ -16,13 +16,12 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from cluster import errors
+from cluster import errors, quantity
 from cluster.gpu import catalog
 
 API_VERSION = "gpulab.dev/v1"
 KIND = "Fleet"
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$")
-_QTY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _MAX_NODES = 5000
 
@@ -118,7 +117,11 @@ def _int(p: _Problems, path: str, value: Any, lo: int, hi: int) -> int:
 
 def _qty(p: _Problems, path: str, value: Any) -> str:
     text = str(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else None
-    if text is None or not _QTY.match(text):
+    try:
+        ok = text is not None and quantity.parse_text(text).value >= 0
+    except quantity.QuantityError:
+        ok = False
+    if not ok or text is None:
         p.add(path, f"must be a Kubernetes quantity such as '8' or '32Gi', got {value!r}")
         return "0"
     return text

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from cluster import errors
+from cluster import errors, quantity
 from cluster import fleet as fleet_mod
 from cluster.gpu import advertise, catalog, inventory
 from cluster.sim import nodes as sim_nodes
@@ -316,9 +316,11 @@ def _extended(capacity: Mapping[str, Any]) -> dict[str, int]:
         if "/" not in name or name.startswith(_IGNORED_PREFIXES):
             continue
         try:
-            out[name] = int(str(value))
-        except ValueError:
+            parsed = quantity.parse(value)
+        except quantity.QuantityError:
             continue
+        if parsed.is_integer:
+            out[name] = int(parsed.value)
     return dict(sorted(out.items()))
 
 

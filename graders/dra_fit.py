@@ -19,7 +19,8 @@ from typing import Any
 
 import re2
 
-from graders import live, nodefit, quantity, schedmsg
+from cluster import quantity
+from graders import live, nodefit, schedmsg
 from graders.view import ClusterView, Obj, as_list, as_map, as_str, dig, name_of
 
 STAGE = 8  # DynamicResources runs after the resource and topology filters

@@ -24,7 +24,7 @@ from typing import Any
 from matplotlib.axes import Axes
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
-from cluster import errors, fleet as fleet_mod
+from cluster import errors, fleet as fleet_mod, quantity
 from cluster.gpu import catalog
 from cluster.sim import nodes
 from labs import figures
@@ -63,9 +63,8 @@ class NodeTopology:
         return "NODE" if self.numa_of(a) == self.numa_of(b) else "SYS"
 
 
-def _cpus(quantity: str) -> int:
-    text = str(quantity)
-    return max(1, int(text[:-1]) // 1000) if text.endswith("m") else max(1, int(float(text)))
+def _cpus(cpu: str) -> int:
+    return max(1, int(quantity.parse(cpu).value))
 
 
 def from_fleet(node: str = "h100-0", fleet: str | fleet_mod.Fleet = "starter") -> NodeTopology:
