@@ -308,7 +308,7 @@ def _apply_acts(spec: LabSpec, name: str, data: bytes | None, notes: list[str]) 
             if not who:
                 notes.append(f"{name}: {why}; not applied")
                 continue
-            out.append(Act("apply", f"apply {kubeapply._ref(obj)} from {name}", {"object": obj, "as": who}))
+            out.append(Act("apply", f"apply {kubeapply.ref_of(obj)} from {name}", {"object": obj, "as": who}))
     return out
 
 

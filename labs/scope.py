@@ -50,9 +50,8 @@ def cluster_changes(scope: Scope, *, leaving: bool = False) -> list[str]:
         out.append("reset every GPU node's device-plugin, DRA and MIG labels, clear their simulated faults and "
                    "restore the ClusterPolicy's defaults")
     out += [f"{'delete' if leaving else 'create or empty'} namespace {ns}" for ns in scope.namespaces]
-    for ref in scope.objects:
-        path = kubeapply.object_path(ref.api_version, ref.kind, ref.name, ref.namespace)
-        if ref.kind in kubeapply.CLUSTER_SCOPED or steps.path_change(path):
+    for ref in scope.objects:  # asked before the cluster is: what the API server we ship serves
+        if kubeapply.cluster_scoped(ref.api_version, ref.kind) or steps.nvidia_named(ref.api_version, ref.namespace):
             out.append(f"delete {ref}")
     out += [f"remove label {key} from node {node}" for node, keys in sorted(scope.node_labels.items())
             for key in keys]
@@ -109,7 +108,8 @@ def _wait_pods_gone(client: Client, namespaces: tuple[str, ...], timeout: float 
 
 def _knobs(client: Client, scope: Scope) -> None:
     for ref in scope.objects:
-        kubeapply.delete(client, kubeapply.object_path(ref.api_version, ref.kind, ref.name, ref.namespace))
+        kubeapply.delete(client, kubeapply.object_path(client.mapper, ref.api_version, ref.kind, ref.name,
+                                                       ref.namespace))
     nodes = {n: client.get(f"/api/v1/nodes/{n}") for n in sorted({*scope.node_labels, *scope.faults})}
     for name, keys in sorted(scope.node_labels.items()):
         present = {k: None for k in keys if k in (nodes[name]["metadata"].get("labels") or {})}
@@ -198,7 +198,8 @@ def snapshot(client: Client, scope: Scope) -> dict[str, Any]:
         out[f"namespace {ns}"] = _namespace_contents(client, ns)
     for ref in scope.objects:
         try:
-            obj = client.get(kubeapply.object_path(ref.api_version, ref.kind, ref.name, ref.namespace))
+            obj = client.get(kubeapply.object_path(client.mapper, ref.api_version, ref.kind, ref.name,
+                                                   ref.namespace))
             out[str(ref)] = {k: v for k, v in obj.items() if k in ("spec", "data", "value", "preemptionPolicy")}
         except errors.NotFound:
             out[str(ref)] = None

@@ -84,7 +84,7 @@ def object_change(obj: object) -> str | None:
     raw_meta = obj.get("metadata")
     meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     name, namespace = str(meta.get("name", "?")), str(meta.get("namespace") or "")
-    if kind in kubeapply.CLUSTER_SCOPED:
+    if kubeapply.cluster_scoped(api_version, kind):
         return f"apply the cluster-scoped {kind} {name}"
     if nvidia_named(api_version, namespace):
         return f"apply {kind} {namespace + '/' if namespace else ''}{name} (part of the NVIDIA GPU stack)"

@@ -15,6 +15,7 @@ import pytest
 
 from cluster import binaries, errors, fleet as fleet_mod, pki as pki_mod, seed
 from cluster.backends.local import LocalBackend
+from cluster.kube import restmapper
 from cluster.kube.client import Client
 from cluster.progress import LogProgress
 from cluster.testing import LocalCluster, wait_for
@@ -38,6 +39,23 @@ def test_status_json_lists_every_fleet_node_ready(local_cluster: LocalCluster) -
     assert "node/h100-0" in got.stdout
     version = local_cluster.kubectl("version", "-o", "json")
     assert json.loads(version.stdout)["serverVersion"]["gitVersion"] == "v1.36.3"
+
+
+def test_recorded_discovery_matches_the_live_api_server(local_cluster: LocalCluster) -> None:
+    """cluster/kube/discovery.json (the REST mapping used before a cluster is contacted) is what our API server
+    serves; the live mapper resolves built-in kinds and the ClusterPolicy CRD the same way."""
+    recorded = json.loads(restmapper.RECORDED_FILE.read_text())["groupVersions"]
+    with local_cluster.client() as c:
+        for gv, listing in recorded.items():
+            live = restmapper.resources_of(c.get(f"/api/{gv}" if "/" not in gv else f"/apis/{gv}"), gv)
+            assert live == restmapper.resources_of(listing, gv), gv
+        built_in = {g["groupVersion"] for group in c.get("/apis")["groups"] for g in group["versions"]
+                    if not group["name"].endswith(("nvidia.com", "gpulab.dev"))}
+        assert built_in | {"v1"} == set(recorded)
+        assert c.mapper.path("nvidia.com/v1", "ClusterPolicy", "cluster-policy") == \
+            restmapper.recorded().path("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
+        assert c.mapper.lookup("resource.k8s.io/v1", "ResourceSlice") == \
+            restmapper.recorded().lookup("resource.k8s.io/v1", "ResourceSlice")
 
 
 def test_everything_listens_on_loopback_only(local_cluster: LocalCluster) -> None:
