@@ -268,13 +268,14 @@ def ensure(
 def _ensure_extras(found: Binaries, prog: progress_mod.Progress) -> None:
     """Build the small Go helpers shipped in ``cluster/gosrc`` (e.g. celcheck) if missing and Go is present."""
     for name in gobuild.extra_tools():
-        if not (found.directory / name).exists():
+        installed = gobuild.extra_binary_name(name)
+        if not (found.directory / installed).exists():
             try:
                 path = gobuild.build_extra(cache_dir(), name, prog)
             except errors.BinariesUnavailable as exc:
-                log.warning("could not build %s: %s", name, exc.message)
+                log.warning("could not build %s: %s", installed, exc.message)
                 continue
-            shutil.copy2(path, found.directory / name)
+            shutil.copy2(path, found.directory / installed)
     for name in gobuild.STANDALONE_TOOLS:
         binary = gobuild.standalone_binary_name(name)
         if not (found.directory / binary).exists():

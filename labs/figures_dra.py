@@ -98,11 +98,13 @@ def device_rows(claim: Mapping[str, Any], slices: Sequence[Mapping[str, Any]], c
     busy = set(taken) - allocated
     rows: list[DeviceRow] = []
     wanted = {r.name: r.count for r in requests(claim)}
-    for dev in devices:
-        verdicts = []
-        for req in requests(claim):
-            class_sel = _class_selectors(classes, req.device_class)
-            verdicts.append(None if class_sel is None else dra_fit.match_all(class_sel + req.selectors, dev))
+    by_request: list[list[bool | None]] = []  # one CEL run per request over every device
+    for req in requests(claim):
+        class_sel = _class_selectors(classes, req.device_class)
+        by_request.append([None] * len(devices) if class_sel is None else
+                          dra_fit.match_devices(class_sel + req.selectors, devices))
+    for i, dev in enumerate(devices):
+        verdicts = [column[i] for column in by_request]
         if dev.key in allocated:
             state = ALLOCATED
         elif dev.key in busy:
