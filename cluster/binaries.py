@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-import httpx
 import platformdirs
 
 from cluster import errors, gobuild, progress as progress_mod, versions
+from cluster.kube import http
 
 log = logging.getLogger(__name__)
 
@@ -155,24 +155,21 @@ def _reachable(url: str) -> bool:
     return True
 
 
-def _fetch(client: httpx.Client, url: str, dest: Path, prog: progress_mod.Progress) -> None:
-    with client.stream("GET", url) as resp:
-        if resp.status_code != 200:
-            raise errors.BinariesUnavailable(f"download of {url} failed: HTTP {resp.status_code}")
-        total = int(resp.headers.get("content-length", 0)) or None
-        prog.start(f"downloading {dest.name}", total)
-        with dest.open("wb") as f:
-            for chunk in resp.iter_bytes(1 << 20):
-                f.write(chunk)
-                prog.advance(len(chunk))
-        prog.finish()
+def _fetch(client: http.Session, url: str, dest: Path, prog: progress_mod.Progress) -> None:
+    try:
+        client.download(url, dest, started=lambda total: prog.start(f"downloading {dest.name}", total),
+                        advanced=prog.advance)
+    except http.HttpError as exc:
+        raise errors.BinariesUnavailable(f"download failed: {exc}") from exc
+    prog.finish()
 
 
-def _expected_sum(client: httpx.Client, url: str, filename: str) -> str:
-    resp = client.get(url)
-    if resp.status_code != 200:
-        raise errors.BinariesUnavailable(f"checksum file {url} failed: HTTP {resp.status_code}")
-    for line in resp.text.splitlines():
+def _expected_sum(client: http.Session, url: str, filename: str) -> str:
+    try:
+        text = client.text(url)
+    except http.HttpError as exc:
+        raise errors.BinariesUnavailable(f"checksum file failed: {exc}") from exc
+    for line in text.splitlines():
         parts = line.split()
         if len(parts) == 1 and len(parts[0]) == 64:
             return parts[0]
@@ -189,8 +186,7 @@ def download(prog: progress_mod.Progress, workdir: Path) -> dict[str, Path]:
         raise errors.BinariesUnavailable(f"no network route to {urlparse(kube_base).hostname}")
     arch = {"x86_64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(os.uname().machine, os.uname().machine)
     files: dict[str, Path] = {}
-    timeout = httpx.Timeout(30.0, connect=5.0)
-    with httpx.Client(timeout=timeout, follow_redirects=True) as client:
+    with http.session(30.0, connect=5.0) as client:
         for name in versions.KUBE_BINARIES:
             url = f"{kube_base}/{versions.KUBERNETES_VERSION}/bin/linux/{arch}/{name}"
             dest = workdir / name
@@ -247,7 +243,7 @@ def ensure(
                 if "build" in sources:  # our Go helpers (celcheck, dpcheck) have no release to download
                     _ensure_extras(result, prog)
                 return result
-            except (errors.BinariesUnavailable, httpx.HTTPError, OSError, tarfile.TarError) as exc:
+            except (errors.BinariesUnavailable, http.HttpError, OSError, tarfile.TarError) as exc:
                 log.info("download failed: %s", exc)
                 tried.append(f"download: {exc}")
     if "build" in sources:

@@ -19,6 +19,9 @@ from ruamel.yaml.error import YAMLError
 from cluster import errors, quantity, strict
 from cluster.gpu import catalog
 
+__all__ = ["API_VERSION", "KIND", "Fleet", "GpuSpec", "NodePool", "Taint", "Topology", "builtin_names", "dump",
+           "from_inventory", "load", "parse", "scaled", "to_data"]
+
 API_VERSION = "gpulab.dev/v1"
 KIND = "Fleet"
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$")

@@ -22,7 +22,7 @@ from matplotlib.patches import FancyBboxPatch
 
 from cluster import errors, fleet as fleet_mod
 from cluster.gpu import catalog, inventory, mig
-from cluster.sim.gpu import dra
+from cluster import gpustack
 from graders import dra_fit, live
 from labs import figures
 
@@ -141,7 +141,7 @@ def fleet_slice(node: str = "h100-0", fleet: str | fleet_mod.Fleet = "starter", 
         placed = mig.fit(model, configs[mig_layout] or {}).placements
         layouts = {i: placed for i in range(pool.gpu.count)}
     inv = inventory.simulated_inventory(node, model, pool.gpu.count, layouts=layouts)
-    return dra.resource_slice(node, "figure", inv, 1)
+    return gpustack.resource_slice(node, "figure", inv, 1)
 
 
 # --- drawing -------------------------------------------------------------------------------------------------------
@@ -173,7 +173,7 @@ def claim_graph(claim: Mapping[str, Any] | None = None, slices: Sequence[Mapping
     the slice of ``node`` in ``fleet``, and the driver's classes plus ``m05-hopper``."""
     claim = claim if claim is not None else TWO_HOPPERS
     slices = slices if slices is not None else [fleet_slice(node, fleet)]
-    classes = classes if classes is not None else [*dra.device_classes(), HOPPER_CLASS]
+    classes = classes if classes is not None else [*gpustack.device_classes(), HOPPER_CLASS]
     reqs = requests(claim)
     if not reqs:
         raise errors.ConfigError("DRA figure", ["the claim has no spec.devices.requests"],

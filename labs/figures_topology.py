@@ -26,7 +26,7 @@ from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from cluster import errors, fleet as fleet_mod, quantity
 from cluster.gpu import catalog
-from cluster.sim import nodes
+from cluster import gpustack
 from labs import figures
 
 _LINKS = {"Ampere": 12, "Hopper": 18}  # NVLink links per SXM GPU (architecture whitepapers)
@@ -85,7 +85,7 @@ def from_node(node: Mapping[str, Any]) -> NodeTopology:
     meta = node.get("metadata") or {}
     name = str(meta.get("name", "?"))
     try:
-        hw = json.loads((meta.get("annotations") or {}).get(nodes.HARDWARE_ANNOTATION, "{}"))
+        hw = json.loads((meta.get("annotations") or {}).get(gpustack.HARDWARE_ANNOTATION, "{}"))
     except ValueError:
         hw = {}
     model = catalog.lookup(str(hw.get("model", ""))) if isinstance(hw, dict) else None

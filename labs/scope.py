@@ -14,7 +14,8 @@ from typing import Any
 
 from cluster import errors
 from cluster.kube.client import Client
-from cluster.sim.gpu import manifests, names, operator
+from cluster import gpustack
+from cluster.gpustack import names
 from labs import kubeapply, steps
 from labs.spec import Scope
 
@@ -118,7 +119,7 @@ def _knobs(client: Client, scope: Scope) -> None:
     for name in scope.faults:
         if names.FAULTS in (nodes[name]["metadata"].get("annotations") or {}):
             client.patch(f"/api/v1/nodes/{name}", {"metadata": {"annotations": {names.FAULTS: None}}})
-    if scope.policy and operator.policy_state(client) is not None:
+    if scope.policy and gpustack.policy_state(client) is not None:
         _restore_policy(client, scope.policy)
 
 
@@ -136,7 +137,7 @@ def _baseline(client: Client, *, mig: bool) -> None:
             patch["annotations"] = {names.FAULTS: None}
         if patch:
             client.patch(f"/api/v1/nodes/{meta['name']}", {"metadata": patch})
-    if operator.policy_state(client) is not None:
+    if gpustack.policy_state(client) is not None:
         _restore_policy(client, BASELINE_POLICY)
 
 
@@ -169,7 +170,7 @@ def _empty_namespace(client: Client, ns: str) -> None:
 
 
 def _restore_policy(client: Client, fields: tuple[str, ...]) -> None:
-    default = manifests.cluster_policy()["spec"]
+    default = gpustack.cluster_policy()["spec"]
     current = client.get(steps.POLICY_PATH).get("spec", {})
     ops: list[dict[str, Any]] = []
     for dotted in fields:
@@ -193,7 +194,7 @@ def _dig(data: Any, keys: list[str]) -> Any:
 
 def snapshot(client: Client, scope: Scope) -> dict[str, Any]:
     """The state of everything in scope, without volatile fields: equal snapshots mean the same state."""
-    out: dict[str, Any] = {"operator": operator.policy_state(client) is not None}
+    out: dict[str, Any] = {"operator": gpustack.policy_state(client) is not None}
     for ns in scope.namespaces:
         out[f"namespace {ns}"] = _namespace_contents(client, ns)
     for ref in scope.objects:

@@ -19,6 +19,9 @@ import httpx
 from cluster import errors
 from cluster.kube import kubeconfig, restmapper
 
+__all__ = ["APPLY_PATCH", "AsyncClient", "Client", "JSON", "JSON_PATCH", "MERGE_PATCH", "STRATEGIC_PATCH",
+           "raise_for", "raise_status"]
+
 if TYPE_CHECKING:
     import aiohttp
 

@@ -12,7 +12,8 @@ from rich.table import Table
 from cluster import backends
 from cluster.backends import guard
 from cluster.kube.client import Client
-from cluster.sim.gpu import hoststate, names, operator
+from cluster import gpustack
+from cluster.gpustack import names
 
 
 def _client(change: str | None = None) -> Client:
@@ -23,7 +24,7 @@ def _client(change: str | None = None) -> Client:
     return Client.from_kubeconfig(be.kubeconfig())
 
 
-def _print_status(st: operator.OperatorStatus, console: Console) -> None:
+def _print_status(st: gpustack.OperatorStatus, console: Console) -> None:
     if not st.installed:
         console.print("GPU Operator: [yellow]not installed[/] (gpulab gpu-operator install)")
     else:
@@ -52,7 +53,7 @@ def register(cli: click.Group) -> None:
         """Install the operator: namespace, ClusterPolicy CRD and default policy, MIG config, DRA classes."""
         with _client(f"install the GPU Operator (the {names.NAMESPACE} namespace, the {names.CRD_NAME} CRD, "
                      "the ClusterPolicy and the GPU nodes' labels)") as client:
-            state = operator.install(client, wait=not no_wait, timeout=timeout)
+            state = gpustack.install(client, wait=not no_wait, timeout=timeout)
         click.echo(f"gpu-operator installed; ClusterPolicy cluster-policy: {state or 'pending'}")
 
     @gpu_operator.command()
@@ -60,7 +61,7 @@ def register(cli: click.Group) -> None:
         """Remove the operator and everything it put on nodes (MIG layouts stay, like on real GPUs)."""
         with _client(f"uninstall the GPU Operator (deleting the {names.NAMESPACE} namespace, the "
                      f"{names.CRD_NAME} CRD and the GPU nodes' labels)") as client:
-            operator.uninstall(client)
+            gpustack.uninstall(client)
         click.echo("gpu-operator uninstalled")
 
     @gpu_operator.command("status")
@@ -68,9 +69,9 @@ def register(cli: click.Group) -> None:
     def status_cmd(as_json: bool) -> None:
         """Policy state, and per GPU node: mode, config, MIG state, resources, faults and failing operands."""
         with _client() as client:
-            st = operator.status(client)
+            st = gpustack.status(client)
         if as_json:
-            click.echo(operator.dumps(st))
+            click.echo(gpustack.dumps(st))
         else:
             _print_status(st, Console())
 
@@ -84,7 +85,7 @@ def register(cli: click.Group) -> None:
         allocatable. gpu-unhealthy --gpu N marks one GPU unhealthy (allocatable drops, capacity stays).
         """
 
-    kinds = click.Choice(hoststate.FAULT_KINDS)
+    kinds = click.Choice(gpustack.FAULT_KINDS)
 
     @fault.command()
     @click.argument("node")
@@ -93,7 +94,7 @@ def register(cli: click.Group) -> None:
     def inject(node: str, kind: str, gpu: int | None) -> None:
         """Inject fault KIND on NODE."""
         with _client(f"inject fault {kind} on node {node}") as client:
-            now = operator.set_fault(client, node, kind, gpu, True)
+            now = gpustack.set_fault(client, node, kind, gpu, True)
         click.echo(f"{node}: faults now {sorted(now.kinds) or 'none'}"
                    + (f", unhealthy GPUs {sorted(now.unhealthy)}" if now.unhealthy else ""))
 
@@ -104,6 +105,6 @@ def register(cli: click.Group) -> None:
     def clear(node: str, kind: str, gpu: int | None) -> None:
         """Clear fault KIND on NODE."""
         with _client(f"clear fault {kind} on node {node}") as client:
-            now = operator.set_fault(client, node, kind, gpu, False)
+            now = gpustack.set_fault(client, node, kind, gpu, False)
         click.echo(f"{node}: faults now {sorted(now.kinds) or 'none'}"
                    + (f", unhealthy GPUs {sorted(now.unhealthy)}" if now.unhealthy else ""))
