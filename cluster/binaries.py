@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 
 import platformdirs
 
-from cluster import errors, gobuild, progress as progress_mod, versions
+from cluster import errors, gobuild, progress as progress_mod, settings, versions
 from cluster.kube import http
 
 log = logging.getLogger(__name__)
@@ -36,8 +36,7 @@ SOURCES = ("cache", "download", "build")
 
 def cache_dir() -> Path:
     """The user cache: ``$GPULAB_CACHE_DIR`` or the XDG cache dir (``~/.cache/gpulab``)."""
-    override = os.environ.get("GPULAB_CACHE_DIR")
-    return Path(override) if override else Path(platformdirs.user_cache_dir("gpulab"))
+    return settings.current().cache_dir or Path(platformdirs.user_cache_dir("gpulab"))
 
 
 def bin_dir() -> Path:
@@ -81,8 +80,8 @@ def cached(directory: Path | None = None) -> Binaries | None:
 
 def find(name: str) -> Path | None:
     """Path of one binary from the cache (also extra tools such as ``celcheck``), or None."""
-    override = os.environ.get("GPULAB_BIN_DIR")
-    for directory in ([Path(override)] if override else []) + [bin_dir()]:
+    override = settings.current().bin_dir
+    for directory in ([override] if override else []) + [bin_dir()]:
         candidate = directory / name
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
@@ -180,8 +179,8 @@ def _expected_sum(client: http.Session, url: str, filename: str) -> str:
 
 def download(prog: progress_mod.Progress, workdir: Path) -> dict[str, Path]:
     """Download the official release binaries and check each against its published SHA-256."""
-    kube_base = os.environ.get("GPULAB_KUBE_DOWNLOAD_BASE", DEFAULT_KUBE_BASE).rstrip("/")
-    etcd_base = os.environ.get("GPULAB_ETCD_DOWNLOAD_BASE", DEFAULT_ETCD_BASE).rstrip("/")
+    kube_base = (settings.current().kube_download_base or DEFAULT_KUBE_BASE).rstrip("/")
+    etcd_base = (settings.current().etcd_download_base or DEFAULT_ETCD_BASE).rstrip("/")
     if not (_reachable(kube_base) and _reachable(etcd_base)):
         raise errors.BinariesUnavailable(f"no network route to {urlparse(kube_base).hostname}")
     arch = {"x86_64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(os.uname().machine, os.uname().machine)

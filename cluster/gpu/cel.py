@@ -22,7 +22,7 @@ from typing import Any
 
 import platformdirs
 
-from cluster import errors, gobuild, versions
+from cluster import errors, gobuild, settings, versions
 
 log = logging.getLogger(__name__)
 
@@ -45,17 +45,17 @@ class Verdict:
 
 def cache_dir() -> Path:
     """The user cache the Go helpers (celcheck, dpcheck) are built into."""
-    override = os.environ.get("GPULAB_CACHE_DIR")
-    return Path(override) if override else Path(platformdirs.user_cache_dir("gpulab"))
+    return settings.current().cache_dir or Path(platformdirs.user_cache_dir("gpulab"))
 
 
 def candidates() -> list[Path]:
     """Where ``celcheck`` is looked for, in order."""
     out: list[Path] = []
-    if os.environ.get("GPULAB_CELCHECK"):
-        out.append(Path(os.environ["GPULAB_CELCHECK"]))
-    if os.environ.get("GPULAB_BIN_DIR"):
-        out.append(Path(os.environ["GPULAB_BIN_DIR"]) / BINARY)
+    given = settings.current()
+    if given.celcheck:
+        out.append(given.celcheck)
+    if given.bin_dir:
+        out.append(given.bin_dir / BINARY)
     cache = cache_dir()
     out.extend(sorted((cache / "bin").glob(f"k8s-{KUBERNETES_VERSION}-*/{BINARY}")))
     out.append(cache / "bin" / KUBERNETES_VERSION / BINARY)
