@@ -19,6 +19,9 @@ from cluster.kube import restmapper
 from cluster.kube.client import Client
 from cluster.progress import LogProgress
 from cluster.testing import LocalCluster, wait_for
+from gpu_e2e import gpu_operator
+
+__all__ = ["gpu_operator"]
 
 
 def _pod(name: str, **spec: object) -> dict[str, object]:
@@ -52,10 +55,16 @@ def test_recorded_discovery_matches_the_live_api_server(local_cluster: LocalClus
         built_in = {g["groupVersion"] for group in c.get("/apis")["groups"] for g in group["versions"]
                     if not group["name"].endswith(("nvidia.com", "gpulab.dev"))}
         assert built_in | {"v1"} == set(recorded)
-        assert c.mapper.path("nvidia.com/v1", "ClusterPolicy", "cluster-policy") == \
-            restmapper.recorded().path("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
         assert c.mapper.lookup("resource.k8s.io/v1", "ResourceSlice") == \
             restmapper.recorded().lookup("resource.k8s.io/v1", "ResourceSlice")
+
+
+def test_the_cluster_policy_crd_resolves_through_discovery(local_cluster: LocalCluster, gpu_operator: Client) -> None:
+    """A CRD resolves like a built-in kind, from the server's answers, and as recorded from our CRD file."""
+    with local_cluster.client() as c:
+        got = c.mapper.mapping("nvidia.com/v1", "ClusterPolicy")
+        assert got == restmapper.recorded().mapping("nvidia.com/v1", "ClusterPolicy")
+        assert c.get(got.path("cluster-policy"))["kind"] == "ClusterPolicy"
 
 
 def test_real_scheduler_binds_and_pod_agent_runs(local_cluster: LocalCluster, namespace: str) -> None:
