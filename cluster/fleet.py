@@ -217,10 +217,10 @@ def _spec_not_a_mapping(data: dict[str, Any]) -> bool:
     return "spec" in data and data["spec"] is not None and not isinstance(data["spec"], dict)
 
 
-def parse(data: Any, source: str = "<fleet>") -> Fleet:
+def parse(data: Any, source: str = "<fleet>", text: str | None = None) -> Fleet:
     """Decode and validate a fleet document; raise ``ConfigError`` listing every problem (with its line when
-    ``data`` is a round-trip document, as ``load`` reads it)."""
-    p = strict.Problems(data)
+    the YAML ``text`` it was read from is given, as ``load`` does)."""
+    p = strict.Problems(lines=None if text is None else lambda: strict.load_yaml(text))
     if not isinstance(data, dict):
         raise errors.ConfigError(source, ["(root): a fleet spec must be a mapping"])
     p.unknown("", data, {"apiVersion", "kind", "metadata", "spec"})
@@ -283,10 +283,10 @@ def load(name_or_path: str) -> Fleet:
     else:
         raise errors.ConfigError(name_or_path, [f"no such fleet file, and not a built-in fleet ({', '.join(builtin_names())})"])
     try:
-        data = strict.load_yaml(text)
+        data = YAML(typ="safe", pure=True).load(text)
     except YAMLError as exc:
         raise errors.ConfigError(source, [f"not valid YAML: {exc}"]) from exc
-    return parse(data, source)
+    return parse(data, source, text)
 
 
 def scaled(nodes: int, name: str = "scale") -> Fleet:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -64,11 +64,14 @@ class Problems:
     """Every problem found while reading a spec, each as ``path: message (line N)``, reported all at once.
 
     ``document``: the round-trip document being read (``load_yaml``), used to find the line of a path when a
-    problem names no node; without one (a spec built in Python) problems carry no line."""
+    problem names no node; or ``lines``, a function that reads it, called only when a problem needs a line
+    (a valid spec then costs one plain parse, not a round-trip one). Without either (a spec built in Python)
+    problems carry no line."""
 
-    def __init__(self, document: object = None) -> None:
+    def __init__(self, document: object = None, *, lines: Callable[[], object] | None = None) -> None:
         self.items: list[str] = []
         self._document = document
+        self._lines = lines
 
     def add(self, path: str, message: str, node: object = None, key: object = None) -> None:
         line = (line_of(node, key) if node is not None else None) or self._line_of_path(path)
@@ -89,6 +92,8 @@ class Problems:
 
     def _line_of_path(self, path: str) -> int | None:
         """The line of ``spec.pools[0].cpu`` in the document: the deepest part of the path that exists."""
+        if self._document is None and self._lines is not None:
+            self._document, self._lines = self._lines(), None
         node, best = self._document, None
         rest = path
         for root in _ROOTS:

@@ -50,10 +50,9 @@ def load(directory: Path) -> LabSpec:
     try:
         text = source.read_text(encoding="utf-8")
         raw = YAML(typ="safe", pure=True).load(text)
-        lines = strict.load_yaml(text)  # the same document, read again only to know each field's line
     except (OSError, UnicodeDecodeError, YAMLError) as exc:
         raise errors.ConfigError(str(source), [f"cannot be read: {exc}"]) from exc
-    p = Problems(lines)
+    p = Problems(lines=lambda: strict.load_yaml(text))  # read again for lines only when a problem needs one
     spec = _lab(p, raw, directory)
     if p or spec is None:
         raise errors.ConfigError(str(source), p.items or ["the file holds no lab"],

@@ -88,6 +88,7 @@ def test_the_recorded_mapping_covers_the_shipped_server_and_our_crds() -> None:
                      ("rbac.authorization.k8s.io/v1", "ClusterRole"), ("storage.k8s.io/v1", "StorageClass")]:
         assert kubeapply.cluster_scoped(gv, kind), kind
     assert not kubeapply.cluster_scoped("v1", "ConfigMap")
+    assert mapper.lookup("v1", "Podd") is None and mapper.lookup("v1", "Pod") is not None  # a miss keeps the rest
     # A kind the shipped server does not serve counts as cluster-scoped: the attach guard errs on refusing.
     assert kubeapply.cluster_scoped("monitoring.coreos.com/v1", "ServiceMonitor")
     assert steps.object_change({"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
