@@ -42,13 +42,12 @@ log = logging.getLogger(__name__)
 REPLAY_USER = "gpulab:replay"
 REPLAY_GROUP = "gpulab:replayers"
 REPLAY_ROLE = "gpulab-replay"
-# Workload kinds a learner creates in the lab's namespaces (RBAC resources of the replay role).
-NAMESPACED_KINDS: dict[str, tuple[str, str]] = {
-    "Pod": ("", "pods"), "ConfigMap": ("", "configmaps"), "ResourceQuota": ("", "resourcequotas"),
-    "LimitRange": ("", "limitranges"), "Service": ("", "services"), "Deployment": ("apps", "deployments"),
-    "ReplicaSet": ("apps", "replicasets"), "Job": ("batch", "jobs"),
-    "ResourceClaim": ("resource.k8s.io", "resourceclaims"),
-    "ResourceClaimTemplate": ("resource.k8s.io", "resourceclaimtemplates"),
+# Workload kinds a learner creates in the lab's namespaces, by apiVersion (the replay role's RBAC resources
+# come from the server's discovery).
+NAMESPACED_KINDS: dict[str, str] = {
+    "Pod": "v1", "ConfigMap": "v1", "ResourceQuota": "v1", "LimitRange": "v1", "Service": "v1",
+    "Deployment": "apps/v1", "ReplicaSet": "apps/v1", "Job": "batch/v1", "ResourceClaim": "resource.k8s.io/v1",
+    "ResourceClaimTemplate": "resource.k8s.io/v1",
 }
 WAIT_CAP_S = 20.0  # a replayed wait never takes longer than this, whatever the lab's own timeout
 # A wait also ends when nothing it watches has changed for this long: the simulated stack reconciles a node
@@ -242,7 +241,7 @@ def confine(spec: LabSpec, obj: Mapping[str, Any]) -> tuple[str, str]:
         ref_group = ref.api_version.rsplit("/", 1)[0] if "/" in ref.api_version else ""
         if (ref.kind, ref.name, ref_group, ref.namespace or None) == (kind, name, group, ns or None):
             return "grader", ""
-    if kind in NAMESPACED_KINDS and NAMESPACED_KINDS[kind][0] == group:
+    if kind in NAMESPACED_KINDS and _group(NAMESPACED_KINDS[kind]) == group:
         if (ns or "default") in spec.scope.namespaces:
             return "learner", ""
         return "", (f"{kind} {name} is in namespace {ns or 'default'}; lab {spec.id} works in "
@@ -322,11 +321,15 @@ class Replayed:
     elapsed_s: float
 
 
+def _group(api_version: str) -> str:
+    return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+
+
 def ensure_rbac(client: Client, namespaces: Sequence[str]) -> None:
     """The replay user's role: workload kinds in the lab's namespaces, nothing cluster-wide."""
     rules: dict[str, list[str]] = {}
-    for group, plural in NAMESPACED_KINDS.values():
-        rules.setdefault(group, []).append(plural)
+    for kind, api_version in NAMESPACED_KINDS.items():
+        rules.setdefault(_group(api_version), []).append(client.mapper.mapping(api_version, kind).resource)
     role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": REPLAY_ROLE},
             "rules": [{"apiGroups": [g], "resources": sorted(r), "verbs": ["get", "list", "watch", "create", "update",
                                                                           "patch", "delete"]} for g, r in rules.items()]}

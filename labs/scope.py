@@ -19,18 +19,14 @@ from cluster.gpustack import names
 from labs import kubeapply, steps
 from labs.spec import Scope
 
-# Namespaced kinds a lab may create, emptied in this order (owners before what they own).
+# Namespaced kinds a lab may create, emptied in this order (owners before what they own); their REST paths
+# come from the server's discovery (Client.mapper).
 NAMESPACED: tuple[tuple[str, str], ...] = (
-    ("apps/v1", "deployments"), ("apps/v1", "replicasets"), ("batch/v1", "jobs"), ("v1", "pods"),
-    ("resource.k8s.io/v1", "resourceclaims"), ("resource.k8s.io/v1", "resourceclaimtemplates"),
-    ("v1", "resourcequotas"), ("v1", "limitranges"), ("v1", "services"), ("v1", "configmaps"), ("v1", "events"),
+    ("apps/v1", "Deployment"), ("apps/v1", "ReplicaSet"), ("batch/v1", "Job"), ("v1", "Pod"),
+    ("resource.k8s.io/v1", "ResourceClaim"), ("resource.k8s.io/v1", "ResourceClaimTemplate"),
+    ("v1", "ResourceQuota"), ("v1", "LimitRange"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Event"),
 )
 _KEEP_CONFIGMAPS = frozenset({"kube-root-ca.crt"})
-
-
-def _collection(api_version: str, plural: str, namespace: str) -> str:
-    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-    return f"{base}/namespaces/{namespace}/{plural}"
 
 
 # The GPU stack's knobs a lab may turn on any GPU node, and the value each has when nothing turned it.
@@ -149,14 +145,14 @@ def _empty_namespace(client: Client, ns: str) -> None:
         return
     if found.get("status", {}).get("phase") == "Terminating":
         raise errors.ClusterError(f"namespace {ns} is being deleted", hint="wait a few seconds, then retry")
-    for api_version, plural in NAMESPACED:
-        path = _collection(api_version, plural, ns)
+    for api_version, kind in NAMESPACED:
+        path = client.mapper.path(api_version, kind, namespace=ns)
         listed = client.get(path).get("items", [])
         doomed = [o["metadata"]["name"] for o in listed
-                  if not (plural == "configmaps" and o["metadata"]["name"] in _KEEP_CONFIGMAPS)]
+                  if not (kind == "ConfigMap" and o["metadata"]["name"] in _KEEP_CONFIGMAPS)]
         if not doomed:
             continue
-        if plural == "configmaps":
+        if kind == "ConfigMap":
             for name in doomed:
                 kubeapply.delete(client, f"{path}/{name}")
             continue
@@ -242,12 +238,14 @@ def _namespace_contents(client: Client, ns: str) -> list[str] | None:
     if not client.exists(f"/api/v1/namespaces/{ns}"):
         return None
     found = []
-    for api_version, plural in NAMESPACED:
-        if plural == "events":
+    for api_version, kind in NAMESPACED:
+        if kind == "Event":
             continue
-        for obj in client.get(_collection(api_version, plural, ns)).get("items", []):
+        mapping = client.mapper.mapping(api_version, kind)
+        plural = mapping.resource
+        for obj in client.get(mapping.path(namespace=ns)).get("items", []):
             meta = obj["metadata"]
-            if plural == "configmaps" and meta["name"] in _KEEP_CONFIGMAPS:
+            if kind == "ConfigMap" and meta["name"] in _KEEP_CONFIGMAPS:
                 continue
             owners = meta.get("ownerReferences") or []
             # Pods and ReplicaSets made by controllers get random names: count them by owner instead.
