@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-import httpx
 import platformdirs
 
-from cluster import errors, gobuild, progress as progress_mod, versions
+from cluster import errors, gobuild, progress as progress_mod, settings, versions
+from cluster.kube import http
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +36,7 @@ SOURCES = ("cache", "download", "build")
 
 def cache_dir() -> Path:
     """The user cache: ``$GPULAB_CACHE_DIR`` or the XDG cache dir (``~/.cache/gpulab``)."""
-    override = os.environ.get("GPULAB_CACHE_DIR")
-    return Path(override) if override else Path(platformdirs.user_cache_dir("gpulab"))
+    return settings.current().cache_dir or Path(platformdirs.user_cache_dir("gpulab"))
 
 
 def bin_dir() -> Path:
@@ -81,8 +80,8 @@ def cached(directory: Path | None = None) -> Binaries | None:
 
 def find(name: str) -> Path | None:
     """Path of one binary from the cache (also extra tools such as ``celcheck``), or None."""
-    override = os.environ.get("GPULAB_BIN_DIR")
-    for directory in ([Path(override)] if override else []) + [bin_dir()]:
+    override = settings.current().bin_dir
+    for directory in ([override] if override else []) + [bin_dir()]:
         candidate = directory / name
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
@@ -155,24 +154,21 @@ def _reachable(url: str) -> bool:
     return True
 
 
-def _fetch(client: httpx.Client, url: str, dest: Path, prog: progress_mod.Progress) -> None:
-    with client.stream("GET", url) as resp:
-        if resp.status_code != 200:
-            raise errors.BinariesUnavailable(f"download of {url} failed: HTTP {resp.status_code}")
-        total = int(resp.headers.get("content-length", 0)) or None
-        prog.start(f"downloading {dest.name}", total)
-        with dest.open("wb") as f:
-            for chunk in resp.iter_bytes(1 << 20):
-                f.write(chunk)
-                prog.advance(len(chunk))
-        prog.finish()
+def _fetch(client: http.Session, url: str, dest: Path, prog: progress_mod.Progress) -> None:
+    try:
+        client.download(url, dest, started=lambda total: prog.start(f"downloading {dest.name}", total),
+                        advanced=prog.advance)
+    except http.HttpError as exc:
+        raise errors.BinariesUnavailable(f"download failed: {exc}") from exc
+    prog.finish()
 
 
-def _expected_sum(client: httpx.Client, url: str, filename: str) -> str:
-    resp = client.get(url)
-    if resp.status_code != 200:
-        raise errors.BinariesUnavailable(f"checksum file {url} failed: HTTP {resp.status_code}")
-    for line in resp.text.splitlines():
+def _expected_sum(client: http.Session, url: str, filename: str) -> str:
+    try:
+        text = client.text(url)
+    except http.HttpError as exc:
+        raise errors.BinariesUnavailable(f"checksum file failed: {exc}") from exc
+    for line in text.splitlines():
         parts = line.split()
         if len(parts) == 1 and len(parts[0]) == 64:
             return parts[0]
@@ -183,14 +179,13 @@ def _expected_sum(client: httpx.Client, url: str, filename: str) -> str:
 
 def download(prog: progress_mod.Progress, workdir: Path) -> dict[str, Path]:
     """Download the official release binaries and check each against its published SHA-256."""
-    kube_base = os.environ.get("GPULAB_KUBE_DOWNLOAD_BASE", DEFAULT_KUBE_BASE).rstrip("/")
-    etcd_base = os.environ.get("GPULAB_ETCD_DOWNLOAD_BASE", DEFAULT_ETCD_BASE).rstrip("/")
+    kube_base = (settings.current().kube_download_base or DEFAULT_KUBE_BASE).rstrip("/")
+    etcd_base = (settings.current().etcd_download_base or DEFAULT_ETCD_BASE).rstrip("/")
     if not (_reachable(kube_base) and _reachable(etcd_base)):
         raise errors.BinariesUnavailable(f"no network route to {urlparse(kube_base).hostname}")
     arch = {"x86_64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(os.uname().machine, os.uname().machine)
     files: dict[str, Path] = {}
-    timeout = httpx.Timeout(30.0, connect=5.0)
-    with httpx.Client(timeout=timeout, follow_redirects=True) as client:
+    with http.session(30.0, connect=5.0) as client:
         for name in versions.KUBE_BINARIES:
             url = f"{kube_base}/{versions.KUBERNETES_VERSION}/bin/linux/{arch}/{name}"
             dest = workdir / name
@@ -247,7 +242,7 @@ def ensure(
                 if "build" in sources:  # our Go helpers (celcheck, dpcheck) have no release to download
                     _ensure_extras(result, prog)
                 return result
-            except (errors.BinariesUnavailable, httpx.HTTPError, OSError, tarfile.TarError) as exc:
+            except (errors.BinariesUnavailable, http.HttpError, OSError, tarfile.TarError) as exc:
                 log.info("download failed: %s", exc)
                 tried.append(f"download: {exc}")
     if "build" in sources:
@@ -268,13 +263,14 @@ def ensure(
 def _ensure_extras(found: Binaries, prog: progress_mod.Progress) -> None:
     """Build the small Go helpers shipped in ``cluster/gosrc`` (e.g. celcheck) if missing and Go is present."""
     for name in gobuild.extra_tools():
-        if not (found.directory / name).exists():
+        installed = gobuild.extra_binary_name(name)
+        if not (found.directory / installed).exists():
             try:
                 path = gobuild.build_extra(cache_dir(), name, prog)
             except errors.BinariesUnavailable as exc:
-                log.warning("could not build %s: %s", name, exc.message)
+                log.warning("could not build %s: %s", installed, exc.message)
                 continue
-            shutil.copy2(path, found.directory / name)
+            shutil.copy2(path, found.directory / installed)
     for name in gobuild.STANDALONE_TOOLS:
         binary = gobuild.standalone_binary_name(name)
         if not (found.directory / binary).exists():

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+__all__ = ["ApiError", "BackendUnavailable", "BinariesUnavailable", "ClusterError", "CommandFailed", "ConfigError",
+           "Conflict", "CourseError", "NotFound"]
+
 
 class CourseError(Exception):
     """Root of every error gpulab raises on purpose."""

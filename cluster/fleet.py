@@ -16,13 +16,15 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from cluster import errors
+from cluster import errors, quantity, strict
 from cluster.gpu import catalog
+
+__all__ = ["API_VERSION", "KIND", "Fleet", "GpuSpec", "NodePool", "Taint", "Topology", "builtin_names", "dump",
+           "from_inventory", "load", "parse", "scaled", "to_data"]
 
 API_VERSION = "gpulab.dev/v1"
 KIND = "Fleet"
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$")
-_QTY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _MAX_NODES = 5000
 
@@ -94,39 +96,35 @@ _TOPO_FIELDS = {"numaNodes", "nvlink"}
 _TAINT_FIELDS = {"key", "value", "effect"}
 
 
-class _Problems:
-    def __init__(self) -> None:
-        self.items: list[str] = []
-
-    def add(self, path: str, message: str) -> None:
-        self.items.append(f"{path}: {message}")
-
-    def unknown(self, path: str, data: dict[str, Any], allowed: set[str]) -> None:
-        for key in data:
-            if key not in allowed:
-                self.add(f"{path}.{key}", f"unknown field (allowed: {', '.join(sorted(allowed))})")
+def _tn(value: Any) -> str:
+    """The YAML type of a value in words Python users know (round-trip nodes named as their plain types)."""
+    return "dict" if isinstance(value, dict) else "list" if isinstance(value, list) else type(value).__name__
 
 
-def _int(p: _Problems, path: str, value: Any, lo: int, hi: int) -> int:
+def _int(p: strict.Problems, path: str, value: Any, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        p.add(path, f"must be an integer, got {type(value).__name__} {value!r}")
+        p.add(path, f"must be an integer, got {_tn(value)} {value!r}")
         return lo
     if not lo <= value <= hi:
         p.add(path, f"must be between {lo} and {hi}, got {value}")
     return value
 
 
-def _qty(p: _Problems, path: str, value: Any) -> str:
+def _qty(p: strict.Problems, path: str, value: Any) -> str:
     text = str(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else None
-    if text is None or not _QTY.match(text):
+    try:
+        ok = text is not None and quantity.parse_text(text).value >= 0
+    except quantity.QuantityError:
+        ok = False
+    if not ok or text is None:
         p.add(path, f"must be a Kubernetes quantity such as '8' or '32Gi', got {value!r}")
         return "0"
     return text
 
 
-def _str_map(p: _Problems, path: str, value: Any) -> dict[str, str]:
+def _str_map(p: strict.Problems, path: str, value: Any) -> dict[str, str]:
     if not isinstance(value, dict):
-        p.add(path, f"must be a mapping of strings, got {type(value).__name__}")
+        p.add(path, f"must be a mapping of strings, got {_tn(value)}")
         return {}
     out = {}
     for k, v in value.items():
@@ -137,7 +135,7 @@ def _str_map(p: _Problems, path: str, value: Any) -> dict[str, str]:
     return out
 
 
-def _taints(p: _Problems, path: str, value: Any) -> tuple[Taint, ...]:
+def _taints(p: strict.Problems, path: str, value: Any) -> tuple[Taint, ...]:
     if not isinstance(value, list):
         p.add(path, "must be a list of taints")
         return ()
@@ -155,12 +153,12 @@ def _taints(p: _Problems, path: str, value: Any) -> tuple[Taint, ...]:
             p.add(f"{tp}.effect", f"must be one of {', '.join(_EFFECTS)}, got {effect!r}")
         value = t.get("value", "")
         if not isinstance(value, str):
-            p.add(f"{tp}.value", f"must be text, got {type(value).__name__} {value!r}")
+            p.add(f"{tp}.value", f"must be text, got {_tn(value)} {value!r}")
         out.append(Taint(str(key), str(effect), str(value)))
     return tuple(out)
 
 
-def _gpu(p: _Problems, path: str, value: Any) -> GpuSpec | None:
+def _gpu(p: strict.Problems, path: str, value: Any) -> GpuSpec | None:
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -193,7 +191,7 @@ def _defaults(pool: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _pool(p: _Problems, path: str, raw: Any) -> NodePool | None:
+def _pool(p: strict.Problems, path: str, raw: Any) -> NodePool | None:
     if not isinstance(raw, dict):
         p.add(path, "must be a mapping")
         return None
@@ -219,9 +217,10 @@ def _spec_not_a_mapping(data: dict[str, Any]) -> bool:
     return "spec" in data and data["spec"] is not None and not isinstance(data["spec"], dict)
 
 
-def parse(data: Any, source: str = "<fleet>") -> Fleet:
-    """Decode and validate a fleet document; raise ``ConfigError`` listing every problem."""
-    p = _Problems()
+def parse(data: Any, source: str = "<fleet>", text: str | None = None) -> Fleet:
+    """Decode and validate a fleet document; raise ``ConfigError`` listing every problem (with its line when
+    the YAML ``text`` it was read from is given, as ``load`` does)."""
+    p = strict.Problems(lines=None if text is None else lambda: strict.load_yaml(text))
     if not isinstance(data, dict):
         raise errors.ConfigError(source, ["(root): a fleet spec must be a mapping"])
     p.unknown("", data, {"apiVersion", "kind", "metadata", "spec"})
@@ -236,11 +235,11 @@ def parse(data: Any, source: str = "<fleet>") -> Fleet:
     if not isinstance(name, str) or not _NAME.match(name):
         p.add("metadata.name", f"must be a lower-case DNS label, got {name!r}")
     if not isinstance(meta.get("description", ""), str):
-        p.add("metadata.description", f"must be text, got {type(meta['description']).__name__}")
+        p.add("metadata.description", f"must be text, got {_tn(meta['description'])}")
     if raw_meta is not None and not isinstance(raw_meta, dict):
-        p.add("metadata", f"must be a mapping with name, got {type(raw_meta).__name__}")
+        p.add("metadata", f"must be a mapping with name, got {_tn(raw_meta)}")
     if _spec_not_a_mapping(data):
-        p.add("spec", f"must be a mapping with pools, got {type(data['spec']).__name__}")
+        p.add("spec", f"must be a mapping with pools, got {_tn(data['spec'])}")
     raw_spec = data.get("spec")
     spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
     p.unknown("spec", spec, {"pools"})
@@ -287,7 +286,7 @@ def load(name_or_path: str) -> Fleet:
         data = YAML(typ="safe", pure=True).load(text)
     except YAMLError as exc:
         raise errors.ConfigError(source, [f"not valid YAML: {exc}"]) from exc
-    return parse(data, source)
+    return parse(data, source, text)
 
 
 def scaled(nodes: int, name: str = "scale") -> Fleet:

@@ -209,6 +209,16 @@ def extra_tools() -> tuple[str, ...]:
                         if p.is_dir() and any(p.glob("*.go")) and p.name not in STANDALONE_TOOLS))
 
 
+# The JSON protocol revision of an extra tool, part of its installed name: a helper that learnt something new
+# (celcheck 2 evaluates selectors against devices) is built again instead of an older one being reused.
+EXTRA_REVISIONS: dict[str, int] = {"celcheck": 2}
+
+
+def extra_binary_name(name: str) -> str:
+    """``celcheck`` -> ``celcheck-2``; a tool without a revision keeps its name."""
+    return f"{name}-{EXTRA_REVISIONS[name]}" if name in EXTRA_REVISIONS else name
+
+
 def standalone_binary_name(name: str) -> str:
     """``dpcheck`` -> ``dpcheck-v0.19.1``: a new pin never reuses a binary built against the old one."""
     return f"{name}-{STANDALONE_TOOLS[name][1]}"

@@ -37,7 +37,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from cluster import binaries, errors, versions
+from cluster import binaries, errors, settings, versions
 from cluster.kube.client import Client
 
 log = logging.getLogger(__name__)
@@ -65,8 +65,7 @@ def _flag_fingerprint(apiserver_argv: Sequence[str]) -> str:
 
 def seeds_dir() -> Path:
     """Where seeds are kept: ``$GPULAB_SEED_DIR``, else ``seeds/`` in the user cache (next to the binaries)."""
-    override = os.environ.get("GPULAB_SEED_DIR")
-    return Path(override) if override else binaries.cache_dir() / "seeds"
+    return settings.current().seed_dir or binaries.cache_dir() / "seeds"
 
 
 def seed_path(apiserver_argv: Sequence[str]) -> Path:

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-import os
+import dataclasses
 import subprocess
 import sys
 import time
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cluster import errors
+from cluster import errors, settings
 from cluster.backends.local import LocalBackend
 from cluster.kube.client import Client
 
@@ -47,7 +47,7 @@ class LocalCluster:
         return proc
 
     def gpulab(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        env = dict(os.environ, GPULAB_STATE_DIR=str(self.state_root))
+        env = dataclasses.replace(settings.current(), state_dir=self.state_root).environ()
         exe = Path(sys.executable).parent / "gpulab"
         proc = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=300, env=env)
         if check and proc.returncode != 0:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from cluster.gpu import dra_attributes
-from graders import quantity
+from cluster import quantity
 
 _TOKEN = re.compile(
     r"""(?P<ws>\s+|//[^\n]*)

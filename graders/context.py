@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from cluster import errors
+from cluster import errors, quantity
 from cluster import fleet as fleet_mod
 from cluster.gpu import advertise, catalog, inventory
-from cluster.sim import nodes as sim_nodes
-from cluster.sim.gpu import hoststate, nodeplan, policy
+from cluster import gpustack
 from graders import findings, source
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
@@ -166,12 +165,12 @@ def _simulated_nodes(spec: fleet_mod.Fleet, mig_strategy: str) -> list[dict[str,
     """Node objects as the simulator builds them, plus the resources and labels the device plugin and GFD add."""
     out = []
     for index, (pool, name) in enumerate((p, n) for p in spec.pools for n in p.node_names()):
-        node = sim_nodes.build_node(pool, name, index)
+        node = gpustack.build_node(pool, name, index)
         if pool.gpu is not None:
             inv = inventory.simulated_inventory(name, pool.gpu.model, pool.gpu.count)
             adv = advertise.advertise(inv, None, mig_strategy)
-            hw = hoststate.Hardware(pool.gpu.model, pool.gpu.count)
-            operator = nodeplan.operator_labels(policy.Policy(mig_strategy=mig_strategy), hw, {})
+            hw = gpustack.Hardware(pool.gpu.model, pool.gpu.count)
+            operator = gpustack.operator_labels(gpustack.Policy(mig_strategy=mig_strategy), hw, {})
             node["metadata"]["labels"].update({**operator, **adv.labels})
             node["status"]["capacity"].update({k: str(v) for k, v in adv.capacity.items()})
         out.append(node)
@@ -316,9 +315,11 @@ def _extended(capacity: Mapping[str, Any]) -> dict[str, int]:
         if "/" not in name or name.startswith(_IGNORED_PREFIXES):
             continue
         try:
-            out[name] = int(str(value))
-        except ValueError:
+            parsed = quantity.parse(value)
+        except quantity.QuantityError:
             continue
+        if parsed.is_integer:
+            out[name] = int(parsed.value)
     return dict(sorted(out.items()))
 
 

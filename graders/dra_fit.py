@@ -1,39 +1,30 @@
 """Why a node cannot satisfy a pod's ResourceClaims: its published devices, which are free, which match.
 
 Devices come from the ResourceSlices of each node; a device is taken when any claim's allocation names it.
-Selectors (the DeviceClass's and the request's) are CEL. We cannot run CEL here, so ``match`` understands only
-the common idioms joined by ``&&`` (driver and attribute equality, ``matches``, capacity ``compareTo`` /
-``isGreaterThan`` with ``quantity()``, version comparisons with ``semver()``, ``has``/``in``); anything else
-makes the verdict "unknown", and the reason is then marked uncertain rather than guessed. Explanation only:
-the scheduler's allocator decides.
+Selectors (the DeviceClass's and the request's) are CEL, evaluated by the Kubernetes CEL library itself
+(``cluster.gpu.cel.evaluate``, the ``celcheck`` helper) against each device as the scheduler's allocator does.
+A device CEL cannot decide (a runtime error such as a missing attribute, or no helper installed) has the
+verdict "unknown", and the reason is then marked uncertain rather than guessed. Explanation only: the
+scheduler's allocator decides.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
-import re2
-
-from graders import live, nodefit, quantity, schedmsg
+from cluster import errors, quantity
+from cluster.gpu import cel
+from graders import live, nodefit, schedmsg
 from graders.view import ClusterView, Obj, as_list, as_map, as_str, dig, name_of
 
+log = logging.getLogger(__name__)
+
 STAGE = 8  # DynamicResources runs after the resource and topology filters
-_STR = r"""(?:'([^'\\]*)'|"([^"\\]*)")"""
-_ATTR = rf"device\.attributes\[{_STR}\]\.([A-Za-z_]\w*)"
-_CAP = rf"device\.capacity\[{_STR}\]\.([A-Za-z_]\w*)"
-_DRIVER = re.compile(rf"^device\.driver\s*(==|!=)\s*{_STR}$")
-_ATTR_EQ = re.compile(rf"^{_ATTR}\s*(==|!=)\s*(?:{_STR}|(true|false)|(-?\d+))$")
-_ATTR_MATCH = re.compile(rf"^{_ATTR}(\.lowerAscii\(\))?\.matches\({_STR}\)$")
-_CAP_CMP = re.compile(rf"^{_CAP}\.compareTo\(quantity\({_STR}\)\)\s*(==|!=|>=|<=|>|<)\s*(-?\d+)$")
-_CAP_METHOD = re.compile(rf"^{_CAP}\.(isGreaterThan|isLessThan)\(quantity\({_STR}\)\)$")
-_VER_CMP = re.compile(rf"^{_ATTR}\.compareTo\(semver\({_STR}\)\)\s*(==|!=|>=|<=|>|<)\s*(-?\d+)$")
-_VER_METHOD = re.compile(rf"^{_ATTR}\.(isGreaterThan|isLessThan)\(semver\({_STR}\)\)$")
-_HAS = re.compile(rf"^has\({_ATTR}\)$|^{_STR}\s+in\s+device\.attributes\[{_STR}\]$")
 
 
 @dataclass(frozen=True)
@@ -43,6 +34,7 @@ class Device:
     pool: str
     attributes: dict[str, object] = field(default_factory=dict)  # "<domain>/<name>" -> value
     capacity: dict[str, Fraction] = field(default_factory=dict)
+    api: Mapping[str, Any] = field(default_factory=dict, compare=False)  # as the slice lists it, for CEL
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -64,138 +56,44 @@ def devices_of(slice_obj: Obj) -> list[Device]:
                 caps[key if "/" in key else f"{driver}/{key}"] = quantity.parse(dig(value, "value")).value
             except quantity.QuantityError:
                 continue
-        out.append(Device(as_str(dig(raw, "name")), driver, pool, attrs, caps))
+        api = {"name": as_str(dig(raw, "name")), "driver": driver, "attributes": as_map(dig(raw, "attributes")),
+               "capacity": as_map(dig(raw, "capacity"))}
+        out.append(Device(as_str(dig(raw, "name")), driver, pool, attrs, caps, api))
     return out
 
 
-def _lit(a: str | None, b: str | None) -> str:
-    return a if a is not None else (b or "")
-
-
-def _compare(left: object, op: str, right: object) -> bool:
-    ops = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, ">=": lambda a, b: a >= b,
-           "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, "<": lambda a, b: a < b}
-    return bool(ops[op](left, right))
-
-
-def _semver(text: object) -> tuple[int, ...] | None:
-    m = re.match(r"^(\d+)\.(\d+)\.(\d+)", str(text))
-    return tuple(int(x) for x in m.groups()) if m else None
-
-
-def _sign(a: Fraction | tuple[int, ...], b: Fraction | tuple[int, ...]) -> int:
-    return int(a > b) - int(a < b)  # type: ignore[operator]
-
-
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False
-_RE2_CACHE: dict[str, Any] = {}
-
-
-def _re2(pattern: str) -> Any:
-    """CEL's ``matches`` is RE2 (linear time, no backreferences): a learner's ``^(.|.|.)*!$`` cannot hang us the
-    way Python's backtracking ``re`` does. None for a pattern RE2 refuses (CEL refuses it too)."""
-    if pattern not in _RE2_CACHE:
-        if len(_RE2_CACHE) > 1024:
-            _RE2_CACHE.clear()
+def match_devices(selectors: Sequence[str], devices: Sequence[Device]) -> list[bool | None]:
+    """Each device against every selector (all must hold, checked in order like the allocator's
+    selectorsMatch): True, False, or None when CEL could not decide (a runtime error, which the allocator
+    reports as an error, or no celcheck)."""
+    out: list[bool | None] = [True] * len(devices)
+    for expression in selectors:
+        if not devices:
+            break
         try:
-            _RE2_CACHE[pattern] = re2.compile(pattern, _RE2_OPTIONS)
-        except re2.error:
-            _RE2_CACHE[pattern] = None
-    return _RE2_CACHE[pattern]
-
-
-def _clause(clause: str, dev: Device) -> bool | None:
-    text = clause.strip()
-    while text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
-        text = text[1:-1].strip()
-    if m := _DRIVER.match(text):
-        return _compare(dev.driver, m.group(1), _lit(m.group(2), m.group(3)))
-    if m := _ATTR_EQ.match(text):
-        value = dev.attributes.get(f"{_lit(m.group(1), m.group(2))}/{m.group(3)}")
-        want: object = _lit(m.group(5), m.group(6)) if m.group(5) is not None or m.group(6) is not None else \
-            (m.group(7) == "true") if m.group(7) else int(m.group(8))
-        return None if value is None else _compare(value, m.group(4), want)
-    if m := _ATTR_MATCH.match(text):
-        value = dev.attributes.get(f"{_lit(m.group(1), m.group(2))}/{m.group(3)}")
-        if not isinstance(value, str):
-            return None
-        pattern = _re2(_lit(m.group(5), m.group(6)))
-        return None if pattern is None else pattern.search(value.lower() if m.group(4) else value) is not None
-    return _numeric_clause(text, dev)
-
-
-def _numeric_clause(text: str, dev: Device) -> bool | None:
-    if (m := _CAP_CMP.match(text)) or (m := _CAP_METHOD.match(text)):
-        method = m.re is _CAP_METHOD
-        have = dev.capacity.get(f"{_lit(m.group(1), m.group(2))}/{m.group(3)}")
-        try:
-            want = quantity.parse(_lit(m.group(5), m.group(6)) if method else _lit(m.group(4), m.group(5))).value
-        except quantity.QuantityError:
-            return None
-        if have is None:
-            return None
-        if method:
-            return have > want if m.group(4) == "isGreaterThan" else have < want
-        return _compare(_sign(have, want), m.group(6), int(m.group(7)))
-    if (m := _VER_CMP.match(text)) or (m := _VER_METHOD.match(text)):
-        have_v = _semver(dev.attributes.get(f"{_lit(m.group(1), m.group(2))}/{m.group(3)}"))
-        if m.re is _VER_METHOD:
-            want_v = _semver(_lit(m.group(5), m.group(6)))
-            if have_v is None or want_v is None:
-                return None
-            return have_v > want_v if m.group(4) == "isGreaterThan" else have_v < want_v
-        want_v = _semver(_lit(m.group(4), m.group(5)))
-        if have_v is None or want_v is None:
-            return None
-        return _compare(_sign(have_v, want_v), m.group(6), int(m.group(7)))
-    if m := _HAS.match(text):
-        if m.group(3):
-            return f"{_lit(m.group(1), m.group(2))}/{m.group(3)}" in dev.attributes
-        return f"{_lit(m.group(6), m.group(7))}/{_lit(m.group(4), m.group(5))}" in dev.attributes
-    return None
-
-
-def _balanced(text: str) -> bool:
-    depth = 0
-    for ch in text:
-        depth += (ch == "(") - (ch == ")")
-        if depth < 0:
-            return False
-    return depth == 0
-
-
-def split_and(expression: str) -> list[str] | None:
-    """Top-level ``&&`` clauses, or None when the expression uses ``||``/``!``/``?`` at the top level."""
-    parts, depth, quote, start = [], 0, "", 0
-    for i, ch in enumerate(expression):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif depth == 0 and expression.startswith("&&", i):
-            parts.append(expression[start:i])
-            start = i + 2
-        elif depth == 0 and (expression.startswith("||", i) or ch == "?" or
-                             (ch == "!" and not expression.startswith("!=", i))):
-            return None
-    parts.append(expression[start:])
-    return [p for p in parts if p.strip()]
+            verdicts = [v.match for v in cel.evaluate(expression, [d.api or _api(d) for d in devices])]
+        except (errors.BinariesUnavailable, errors.CommandFailed) as exc:
+            log.warning("CEL selectors not evaluated: %s", exc)
+            verdicts = [None] * len(devices)
+        # In order, as the allocator runs them: the first selector that is false or fails decides.
+        out = [b if a is True else a for a, b in zip(out, verdicts)]
+    return out
 
 
 def match(expression: str, dev: Device) -> bool | None:
-    """True/False when every clause is an idiom we understand, else None (unknown)."""
-    clauses = split_and(expression) if len(expression) <= 10 * 1024 else None
-    if not clauses:
-        return None
-    verdicts = [_clause(c, dev) for c in clauses]
-    if any(v is False for v in verdicts):
-        return False
-    return None if any(v is None for v in verdicts) else True
+    """One device against one selector (see ``match_devices``)."""
+    return match_devices([expression], [dev])[0]
+
+
+def _api(dev: Device) -> dict[str, Any]:
+    """A device built in Python (not read from a slice) in the slice's JSON shape."""
+    def typed(value: object) -> dict[str, object]:
+        kind = "bool" if isinstance(value, bool) else "int" if isinstance(value, int) else "string"
+        return {kind: value}
+
+    return {"name": dev.name, "driver": dev.driver, "attributes": {k: typed(v) for k, v in dev.attributes.items()},
+            "capacity": {k: {"value": quantity.canonical(quantity.Quantity(v, "BinarySI"))}
+                         for k, v in dev.capacity.items()}}
 
 
 # -- per-node verdicts for one pod ------------------------------------------------------------------------
@@ -232,7 +130,7 @@ class DraState:
             return out + [nodefit.Reason("dra-no-devices", schedmsg.DRA_CANNOT_ALLOCATE, STAGE)]
         free = [d for d in devices if d.key not in self.taken]
         for req in self.pending:
-            verdicts = [match_all(req.selectors, d) for d in free]
+            verdicts = match_devices(req.selectors, free)
             sure, maybe = verdicts.count(True), verdicts.count(None)
             facts = {"claim": req.claim, "request": req.name, "class": req.device_class, "need": str(req.count),
                      "free": str(len(free)), "total": str(len(devices)), "matching": str(sure),
@@ -250,13 +148,6 @@ class DraState:
                 code = "dra-all-taken" if not free else "dra-no-match"
                 out.append(nodefit.Reason(code, schedmsg.DRA_CANNOT_ALLOCATE, STAGE, MappingProxyType(facts)))
         return out
-
-
-def match_all(selectors: Iterable[str], dev: Device) -> bool | None:
-    verdicts = [match(s, dev) for s in selectors]
-    if any(v is False for v in verdicts):
-        return False
-    return None if any(v is None for v in verdicts) else True
 
 
 def offer(devices: list[Device]) -> str:

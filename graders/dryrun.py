@@ -14,7 +14,6 @@ import json
 import logging
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from cluster import errors
@@ -32,33 +31,6 @@ _FIELD_ERROR = re.compile(r"(?<![\w.\]\[])\.?([A-Za-z][\w-]*(?:\.[A-Za-z][\w-]*|
 _UNKNOWN_FIELD = re.compile(r'unknown field "\.?([^"]+)"')
 _PATH_PART = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
 _MISSING_NS = re.compile(r'namespaces "([^"]+)" not found')
-
-
-@dataclass(frozen=True)
-class Resource:
-    plural: str
-    namespaced: bool
-
-
-class Discovery:
-    """What the API server serves, per apiVersion (one request per group version, cached)."""
-
-    def __init__(self, client: kube.Client) -> None:
-        self.client = client
-        self._cache: dict[str, dict[str, Resource]] = {}
-
-    def lookup(self, api_version: str, kind: str) -> Resource | None:
-        if api_version not in self._cache:
-            path = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-            try:
-                listing = self.client.get(path).get("resources") or []
-            except errors.NotFound:
-                listing = []
-            self._cache[api_version] = {
-                str(r.get("kind")): Resource(str(r.get("name")), bool(r.get("namespaced")))
-                for r in listing if isinstance(r, dict) and "/" not in str(r.get("name", "/"))
-            }
-        return self._cache[api_version].get(kind)
 
 
 def dry_run_paths(client: kube.Client, paths: Sequence[str | Path], *, namespace: str = "default") -> tuple[findings.Finding, ...]:
@@ -83,10 +55,9 @@ def _run(client: kube.Client, sources: Sequence[source.SourceFile], namespace: s
     docs = [d for src in sources for doc in src.documents for d in lint.expand(doc, source.DEFAULT_LIMITS)[0]]
     objects = [d for d in docs if _is_object(d)]
     created_here = {manifests.name(d) for d in objects if manifests.kind(d) == "Namespace"}
-    discovery = Discovery(client)
     out: list[findings.Finding] = []
     for doc in objects:
-        out.extend(_dry_run(client, discovery, doc, namespace, created_here))
+        out.extend(_dry_run(client, doc, namespace, created_here))
     return findings.sort_findings(out)
 
 
@@ -97,18 +68,18 @@ def _is_object(doc: source.Document) -> bool:
     return bool(version) and group not in _SKIPPED_GROUPS
 
 
-def _dry_run(client: kube.Client, discovery: Discovery, doc: source.Document, default_ns: str,
+def _dry_run(client: kube.Client, doc: source.Document, default_ns: str,
              created_here: set[str]) -> Iterator[findings.Finding]:
     data = doc.data
     assert isinstance(data, dict)
     api_version, kind, name = str(data.get("apiVersion")), manifests.kind(doc), manifests.name(doc)
     what = f'{kind} "{name}"' if name else kind
-    resource = discovery.lookup(api_version, kind)
+    resource = client.mapper.lookup(api_version, kind)
     if resource is None:
         yield _finding(doc, ("apiVersion",), "apiserver/unknown-kind", kind=kind, api_version=api_version, what=what)
         return
     ns = manifests.as_str(manifests.as_map(data.get("metadata")).get("namespace")) or default_ns
-    path = kube.path_for(api_version, kind, ns if resource.namespaced else None, plural=resource.plural)
+    path = resource.path(namespace=ns)
     params = {"dryRun": "All", "fieldManager": FIELD_MANAGER, "fieldValidation": "Strict"}
     try:
         try:

@@ -262,9 +262,3 @@ def _count_point(reason: str, count: int) -> Point:
             schedmsg.TOO_MANY_PODS: "count/too-many-pods", schedmsg.DRA_CANNOT_ALLOCATE: "count/dra",
             schedmsg.DRA_NOT_ON_NODE: "count/dra-elsewhere"}
     return say(keys.get(reason, "count/other"), count=count, reason=reason)
-
-
-def scheduler_view(explanation: Explanation) -> dict[str, Any]:
-    """Both counts side by side (for tests and the JSON output)."""
-    return {"scheduler": dict(explanation.scheduler_counts), "ours": dict(explanation.our_counts),
-            "agrees": explanation.agrees, "nodes": {v.node: list(v.scheduler) for v in explanation.nodes}}

@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from graders import findings, live_messages, messages, quantity, view as view_mod
+from cluster import quantity
+from graders import findings, live_messages, messages, view as view_mod
 from graders.view import ClusterView, Obj, as_list, as_map, as_str, dig
 
 POOL_LABEL = "gpulab.dev/pool"

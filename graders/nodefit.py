@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
 
-from graders import context, placement, quantity, schedmsg
+from cluster import quantity
+from graders import context, placement, schedmsg
 from graders.view import Obj, as_list, as_map, as_str, dig, name_of
 
 POOL_LABEL = "gpulab.dev/pool"

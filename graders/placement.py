@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from graders import context, manifests, quantity
+from cluster import quantity
+from graders import context, manifests
 
 # Extended resources these rules care about: accelerators from the vendors a course may meet.
 ACCELERATOR_DOMAINS = ("nvidia.com", "amd.com", "habana.ai", "intel.com", "gpu.intel.com", "xilinx.com")

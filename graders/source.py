@@ -21,7 +21,7 @@ from typing import Any, Union
 
 import yaml
 
-from cluster.gpu import _yaml as _goyaml
+from cluster.gpu import goyaml as _goyaml
 from graders import findings, messages
 
 log = logging.getLogger(__name__)

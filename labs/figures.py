@@ -18,7 +18,7 @@ from matplotlib.patches import FancyBboxPatch, Rectangle
 from cluster import errors
 from cluster.gpu import advertise, catalog, inventory, mig
 from cluster.gpu import device_plugin_config as dpc
-from cluster.sim.gpu import names
+from cluster.gpustack import names
 
 _PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
 

@@ -22,7 +22,7 @@ from matplotlib.patches import FancyBboxPatch
 
 from cluster import errors, fleet as fleet_mod
 from cluster.gpu import catalog, inventory, mig
-from cluster.sim.gpu import dra
+from cluster import gpustack
 from graders import dra_fit, live
 from labs import figures
 
@@ -98,11 +98,13 @@ def device_rows(claim: Mapping[str, Any], slices: Sequence[Mapping[str, Any]], c
     busy = set(taken) - allocated
     rows: list[DeviceRow] = []
     wanted = {r.name: r.count for r in requests(claim)}
-    for dev in devices:
-        verdicts = []
-        for req in requests(claim):
-            class_sel = _class_selectors(classes, req.device_class)
-            verdicts.append(None if class_sel is None else dra_fit.match_all(class_sel + req.selectors, dev))
+    by_request: list[list[bool | None]] = []  # one CEL run per request over every device
+    for req in requests(claim):
+        class_sel = _class_selectors(classes, req.device_class)
+        by_request.append([None] * len(devices) if class_sel is None else
+                          dra_fit.match_devices(class_sel + req.selectors, devices))
+    for i, dev in enumerate(devices):
+        verdicts = [column[i] for column in by_request]
         if dev.key in allocated:
             state = ALLOCATED
         elif dev.key in busy:
@@ -139,7 +141,7 @@ def fleet_slice(node: str = "h100-0", fleet: str | fleet_mod.Fleet = "starter", 
         placed = mig.fit(model, configs[mig_layout] or {}).placements
         layouts = {i: placed for i in range(pool.gpu.count)}
     inv = inventory.simulated_inventory(node, model, pool.gpu.count, layouts=layouts)
-    return dra.resource_slice(node, "figure", inv, 1)
+    return gpustack.resource_slice(node, "figure", inv, 1)
 
 
 # --- drawing -------------------------------------------------------------------------------------------------------
@@ -171,7 +173,7 @@ def claim_graph(claim: Mapping[str, Any] | None = None, slices: Sequence[Mapping
     the slice of ``node`` in ``fleet``, and the driver's classes plus ``m05-hopper``."""
     claim = claim if claim is not None else TWO_HOPPERS
     slices = slices if slices is not None else [fleet_slice(node, fleet)]
-    classes = classes if classes is not None else [*dra.device_classes(), HOPPER_CLASS]
+    classes = classes if classes is not None else [*gpustack.device_classes(), HOPPER_CLASS]
     reqs = requests(claim)
     if not reqs:
         raise errors.ConfigError("DRA figure", ["the claim has no spec.devices.requests"],

@@ -23,7 +23,7 @@ from matplotlib.patches import FancyBboxPatch
 
 from cluster import errors
 from cluster.gpu import catalog
-from cluster.sim.gpu import names
+from cluster.gpustack import names
 from labs import figures
 
 VALIDATOR = names.OPERANDS["operator-validator"][0]

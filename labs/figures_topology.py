@@ -24,9 +24,9 @@ from typing import Any
 from matplotlib.axes import Axes
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
-from cluster import errors, fleet as fleet_mod
+from cluster import errors, fleet as fleet_mod, quantity
 from cluster.gpu import catalog
-from cluster.sim import nodes
+from cluster import gpustack
 from labs import figures
 
 _LINKS = {"Ampere": 12, "Hopper": 18}  # NVLink links per SXM GPU (architecture whitepapers)
@@ -63,9 +63,8 @@ class NodeTopology:
         return "NODE" if self.numa_of(a) == self.numa_of(b) else "SYS"
 
 
-def _cpus(quantity: str) -> int:
-    text = str(quantity)
-    return max(1, int(text[:-1]) // 1000) if text.endswith("m") else max(1, int(float(text)))
+def _cpus(cpu: str) -> int:
+    return max(1, int(quantity.parse(cpu).value))
 
 
 def from_fleet(node: str = "h100-0", fleet: str | fleet_mod.Fleet = "starter") -> NodeTopology:
@@ -86,7 +85,7 @@ def from_node(node: Mapping[str, Any]) -> NodeTopology:
     meta = node.get("metadata") or {}
     name = str(meta.get("name", "?"))
     try:
-        hw = json.loads((meta.get("annotations") or {}).get(nodes.HARDWARE_ANNOTATION, "{}"))
+        hw = json.loads((meta.get("annotations") or {}).get(gpustack.HARDWARE_ANNOTATION, "{}"))
     except ValueError:
         hw = {}
     model = catalog.lookup(str(hw.get("model", ""))) if isinstance(hw, dict) else None

@@ -13,14 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from cluster import errors
-from cluster.kube import client as client_mod
+from cluster.kube import restmapper
 from cluster.kube.client import Client
 
 REPLACE_TIMEOUT = 15.0
-CLUSTER_SCOPED = frozenset({
-    "Namespace", "Node", "PriorityClass", "DeviceClass", "ResourceSlice", "ClusterPolicy", "ClusterRole",
-    "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume", "StorageClass", "RuntimeClass",
-})
 
 
 @dataclass(frozen=True)
@@ -32,32 +28,36 @@ class Applied:
     message: str
 
 
-def plural(kind: str) -> str:
-    """The resource name of a non-core kind (``ClusterPolicy`` -> ``clusterpolicies``)."""
-    low = kind.lower()
-    if low.endswith("y"):
-        return low[:-1] + "ies"
-    return low + ("es" if low.endswith("s") else "s")
+def object_path(mapper: restmapper.RESTMapper, api_version: str, kind: str, name: str | None = None,
+                namespace: str = "") -> str:
+    """The object's API path from the server's discovery (a kind it does not serve is a ``ConfigError``)."""
+    return mapper.path(api_version, kind, name, namespace or None)
 
 
-def object_path(api_version: str, kind: str, name: str | None = None, namespace: str = "") -> str:
-    ns = None if kind in CLUSTER_SCOPED else (namespace or "default")
-    # Core (v1) kinds use the client's own table; other groups follow the usual plural rule.
-    return client_mod.path_for(api_version, kind, ns, name, None if api_version == "v1" else plural(kind))
+def cluster_scoped(api_version: str, kind: str, mapper: restmapper.RESTMapper | None = None) -> bool:
+    """Whether the kind is cluster-scoped; a kind the mapper does not know counts as cluster-scoped (the safe
+    answer for the attach guard, which asks before contacting the cluster, with ``restmapper.recorded()``)."""
+    return (mapper or restmapper.recorded()).namespaced(api_version, kind) is not True
 
 
-def _ref(obj: dict[str, Any]) -> str:
+def ref_of(obj: dict[str, Any], mapper: restmapper.RESTMapper | None = None) -> str:
+    """``Kind namespace/name`` as kubectl names an object (namespace left out for cluster-scoped kinds)."""
     meta = obj.get("metadata") or {}
-    ns = "" if obj.get("kind") in CLUSTER_SCOPED else f"{meta.get('namespace') or 'default'}/"
+    scoped = cluster_scoped(str(obj.get("apiVersion", "")), str(obj.get("kind", "")), mapper)
+    ns = "" if scoped else f"{meta.get('namespace') or 'default'}/"
     return f"{obj.get('kind', '?')} {ns}{meta.get('name', '?')}"
 
 
 def apply_one(client: Client, obj: dict[str, Any]) -> Applied:
-    ref = _ref(obj)
     meta = obj.get("metadata")
     if not isinstance(meta, dict) or not meta.get("name") or not obj.get("apiVersion") or not obj.get("kind"):
-        return Applied(ref, False, "needs apiVersion, kind and metadata.name")
-    path = object_path(str(obj["apiVersion"]), str(obj["kind"]), str(meta["name"]), str(meta.get("namespace") or ""))
+        return Applied(ref_of(obj, client.mapper), False, "needs apiVersion, kind and metadata.name")
+    ref = ref_of(obj, client.mapper)
+    try:
+        path = object_path(client.mapper, str(obj["apiVersion"]), str(obj["kind"]), str(meta["name"]),
+                           str(meta.get("namespace") or ""))
+    except errors.ConfigError as exc:
+        return Applied(ref, False, "; ".join(exc.problems))
     existed = client.exists(path)
     try:
         client.apply(path, obj)

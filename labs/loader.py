@@ -14,7 +14,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from cluster import errors
+from cluster import errors, strict
 from cluster import fleet as fleet_mod
 from graders import findings
 from graders.rules import RULES
@@ -48,10 +48,11 @@ def load(directory: Path) -> LabSpec:
     """Load and validate one lab folder (its ``lab.yaml``, ``starter/`` and ``solution/``)."""
     source = directory / "lab.yaml"
     try:
-        raw = YAML(typ="safe", pure=True).load(source.read_text(encoding="utf-8"))
+        text = source.read_text(encoding="utf-8")
+        raw = YAML(typ="safe", pure=True).load(text)
     except (OSError, UnicodeDecodeError, YAMLError) as exc:
         raise errors.ConfigError(str(source), [f"cannot be read: {exc}"]) from exc
-    p = Problems()
+    p = Problems(lines=lambda: strict.load_yaml(text))  # read again for lines only when a problem needs one
     spec = _lab(p, raw, directory)
     if p or spec is None:
         raise errors.ConfigError(str(source), p.items or ["the file holds no lab"],

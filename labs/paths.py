@@ -17,7 +17,8 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from graders import quantity, source
+from cluster import quantity
+from graders import source
 
 _NAME = re.compile(r"[A-Za-z0-9_\-/]+")
 OPS = ("equals", "notEquals", "in", "notIn", "contains", "exists", "matches", "atLeast", "atMost")

@@ -30,7 +30,8 @@ from typing import Any
 from cluster import errors
 from cluster.backends import guard
 from cluster.kube.client import Client
-from cluster.sim.gpu import hoststate, names, operator
+from cluster import gpustack
+from cluster.gpustack import names
 from graders import LiveView, Severity, source
 from graders.view import as_map, dig
 from labs import evidence, kubeapply, scope as scope_mod, steps
@@ -41,13 +42,12 @@ log = logging.getLogger(__name__)
 REPLAY_USER = "gpulab:replay"
 REPLAY_GROUP = "gpulab:replayers"
 REPLAY_ROLE = "gpulab-replay"
-# Workload kinds a learner creates in the lab's namespaces (RBAC resources of the replay role).
-NAMESPACED_KINDS: dict[str, tuple[str, str]] = {
-    "Pod": ("", "pods"), "ConfigMap": ("", "configmaps"), "ResourceQuota": ("", "resourcequotas"),
-    "LimitRange": ("", "limitranges"), "Service": ("", "services"), "Deployment": ("apps", "deployments"),
-    "ReplicaSet": ("apps", "replicasets"), "Job": ("batch", "jobs"),
-    "ResourceClaim": ("resource.k8s.io", "resourceclaims"),
-    "ResourceClaimTemplate": ("resource.k8s.io", "resourceclaimtemplates"),
+# Workload kinds a learner creates in the lab's namespaces, by apiVersion (the replay role's RBAC resources
+# come from the server's discovery).
+NAMESPACED_KINDS: dict[str, str] = {
+    "Pod": "v1", "ConfigMap": "v1", "ResourceQuota": "v1", "LimitRange": "v1", "Service": "v1",
+    "Deployment": "apps/v1", "ReplicaSet": "apps/v1", "Job": "batch/v1", "ResourceClaim": "resource.k8s.io/v1",
+    "ResourceClaimTemplate": "resource.k8s.io/v1",
 }
 WAIT_CAP_S = 20.0  # a replayed wait never takes longer than this, whatever the lab's own timeout
 # A wait also ends when nothing it watches has changed for this long: the simulated stack reconciles a node
@@ -102,7 +102,7 @@ def _restarted(client: Client, daemonset: str) -> bool:
         ds = client.get(f"{names.APPS_PATH}/daemonsets/{daemonset}")
     except errors.NotFound:
         return False
-    return bool(as_map(dig(ds, "spec", "template", "metadata", "annotations")).get(operator.RESTARTED_AT))
+    return bool(as_map(dig(ds, "spec", "template", "metadata", "annotations")).get(gpustack.RESTARTED_AT))
 
 
 def record_actions(client: Client, spec: LabSpec) -> list[dict[str, Any]]:
@@ -110,7 +110,7 @@ def record_actions(client: Client, spec: LabSpec) -> list[dict[str, Any]]:
     learner turn, with its value now (grading replays these; it never reads the outcome from the bundle)."""
     actions: list[dict[str, Any]] = []
     if operator_allowed(spec):
-        actions.append({"action": "operator", "installed": operator.policy_state(client) is not None})
+        actions.append({"action": "operator", "installed": gpustack.policy_state(client) is not None})
     for node, key in sorted(allowed_labels(spec)):
         try:
             labels = as_map(dig(client.get(f"/api/v1/nodes/{node}"), "metadata", "labels"))
@@ -119,13 +119,13 @@ def record_actions(client: Client, spec: LabSpec) -> list[dict[str, Any]]:
         value = labels.get(key)
         actions.append({"action": "label", "node": node, "key": key, "value": value if isinstance(value, str) else None})
     fields = allowed_policy_fields(spec)
-    if fields and operator.policy_state(client) is not None:
+    if fields and gpustack.policy_state(client) is not None:
         current = as_map(client.get(steps.POLICY_PATH).get("spec"))
         for dotted in fields:
             actions.append({"action": "policy", "field": dotted, "value": scope_mod._dig(current, dotted.split("."))})
     for node in spec.scope.faults:
         try:
-            f = hoststate.faults(client.get(f"/api/v1/nodes/{node}"))
+            f = gpustack.faults(client.get(f"/api/v1/nodes/{node}"))
         except errors.NotFound:
             continue
         for kind in sorted(f.kinds - {"gpu-unhealthy"}):
@@ -202,7 +202,7 @@ def validate_actions(spec: LabSpec, actions: Sequence[Mapping[str, Any]]) -> tup
                 ok.append(Act("policy", f"ClusterPolicy {dotted}={json.dumps(value)}", {"field": dotted, "value": value}))
         elif kind == "fault":
             node, fk, gpu = a.get("node"), a.get("kind"), a.get("gpu")
-            if node not in spec.scope.faults or fk not in hoststate.FAULT_KINDS or not (
+            if node not in spec.scope.faults or fk not in gpustack.FAULT_KINDS or not (
                     gpu is None or (isinstance(gpu, int) and not isinstance(gpu, bool) and 0 <= gpu < 64)):
                 notes.append(f"{where}: lab {spec.id} does not let you set fault {fk!s} on {node!s}; not replayed")
             else:
@@ -243,7 +243,7 @@ def confine(spec: LabSpec, obj: Mapping[str, Any]) -> tuple[str, str]:
         ref_group = ref.api_version.rsplit("/", 1)[0] if "/" in ref.api_version else ""
         if (ref.kind, ref.name, ref_group, ref.namespace or None) == (kind, name, group, ns or None):
             return "grader", ""
-    if kind in NAMESPACED_KINDS and NAMESPACED_KINDS[kind][0] == group:
+    if kind in NAMESPACED_KINDS and _group(NAMESPACED_KINDS[kind]) == group:
         if (ns or "default") in spec.scope.namespaces:
             return "learner", ""
         return "", (f"{kind} {name} is in namespace {ns or 'default'}; lab {spec.id} works in "
@@ -310,7 +310,7 @@ def _apply_acts(spec: LabSpec, name: str, data: bytes | None, notes: list[str]) 
             if not who:
                 notes.append(f"{name}: {why}; not applied")
                 continue
-            out.append(Act("apply", f"apply {kubeapply._ref(obj)} from {name}", {"object": obj, "as": who}))
+            out.append(Act("apply", f"apply {kubeapply.ref_of(obj)} from {name}", {"object": obj, "as": who}))
     return out
 
 
@@ -323,11 +323,15 @@ class Replayed:
     elapsed_s: float
 
 
+def _group(api_version: str) -> str:
+    return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+
+
 def ensure_rbac(client: Client, namespaces: Sequence[str]) -> None:
     """The replay user's role: workload kinds in the lab's namespaces, nothing cluster-wide."""
     rules: dict[str, list[str]] = {}
-    for group, plural in NAMESPACED_KINDS.values():
-        rules.setdefault(group, []).append(plural)
+    for kind, api_version in NAMESPACED_KINDS.items():
+        rules.setdefault(_group(api_version), []).append(client.mapper.mapping(api_version, kind).resource)
     role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": REPLAY_ROLE},
             "rules": [{"apiGroups": [g], "resources": sorted(r), "verbs": ["get", "list", "watch", "create", "update",
                                                                           "patch", "delete"]} for g, r in rules.items()]}
@@ -389,7 +393,7 @@ def _do(admin: Client, learner: Client, spec: LabSpec, act: Act) -> list[str]:
     if act.kind == "label":
         admin.patch(f"/api/v1/nodes/{d['node']}", {"metadata": {"labels": {d["key"]: d["value"]}}})
     elif act.kind == "policy":
-        if operator.policy_state(admin) is None:
+        if gpustack.policy_state(admin) is None:
             return [f"{act.describe}: the GPU Operator is not installed; not replayed"]
         keys = str(d["field"]).split(".")
         ops: list[dict[str, Any]] = [{"op": "add", "path": "/spec/" + "/".join(keys[:i]), "value": {}}
@@ -410,14 +414,14 @@ def _do(admin: Client, learner: Client, spec: LabSpec, act: Act) -> list[str]:
                 return [f"{act.describe}: the API server refused it: {exc.api_message}"]
     elif act.kind == "fault":
         try:
-            operator.set_fault(admin, d["node"], d["kind"], d["gpu"], True)
+            gpustack.set_fault(admin, d["node"], d["kind"], d["gpu"], True)
         except errors.ConfigError as exc:
             return [f"{act.describe}: {'; '.join(exc.problems)}"]
     elif act.kind == "operator":
         steps.ensure_operator(admin, bool(d["installed"]))
     elif act.kind == "restart":
         try:
-            operator.restart_daemonset(admin, str(d["daemonset"]))
+            gpustack.restart_daemonset(admin, str(d["daemonset"]))
         except errors.ConfigError as exc:
             return [f"{act.describe}: {'; '.join(exc.problems)}"]
     elif act.kind == "wait":

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from cluster import backends, errors
+from cluster import backends, errors, settings
 from cluster.backends import guard
 from cluster.backends.base import state_root
 from cluster.kube.client import Client
@@ -30,8 +29,7 @@ BACKUPS = ".gpulab-backup"
 
 
 def default_workdir(lab_id: str) -> Path:
-    base = os.environ.get("GPULAB_LABS_DIR")
-    return (Path(base) if base else Path.cwd() / "gpulab-labs") / lab_id
+    return (settings.current().labs_dir or Path.cwd() / "gpulab-labs") / lab_id
 
 
 def _record_path(lab_id: str) -> Path:

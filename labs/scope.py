@@ -14,22 +14,19 @@ from typing import Any
 
 from cluster import errors
 from cluster.kube.client import Client
-from cluster.sim.gpu import manifests, names, operator
+from cluster import gpustack
+from cluster.gpustack import names
 from labs import kubeapply, steps
 from labs.spec import Scope
 
-# Namespaced kinds a lab may create, emptied in this order (owners before what they own).
+# Namespaced kinds a lab may create, emptied in this order (owners before what they own); their REST paths
+# come from the server's discovery (Client.mapper).
 NAMESPACED: tuple[tuple[str, str], ...] = (
-    ("apps/v1", "deployments"), ("apps/v1", "replicasets"), ("batch/v1", "jobs"), ("v1", "pods"),
-    ("resource.k8s.io/v1", "resourceclaims"), ("resource.k8s.io/v1", "resourceclaimtemplates"),
-    ("v1", "resourcequotas"), ("v1", "limitranges"), ("v1", "services"), ("v1", "configmaps"), ("v1", "events"),
+    ("apps/v1", "Deployment"), ("apps/v1", "ReplicaSet"), ("batch/v1", "Job"), ("v1", "Pod"),
+    ("resource.k8s.io/v1", "ResourceClaim"), ("resource.k8s.io/v1", "ResourceClaimTemplate"),
+    ("v1", "ResourceQuota"), ("v1", "LimitRange"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Event"),
 )
 _KEEP_CONFIGMAPS = frozenset({"kube-root-ca.crt"})
-
-
-def _collection(api_version: str, plural: str, namespace: str) -> str:
-    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-    return f"{base}/namespaces/{namespace}/{plural}"
 
 
 # The GPU stack's knobs a lab may turn on any GPU node, and the value each has when nothing turned it.
@@ -50,9 +47,8 @@ def cluster_changes(scope: Scope, *, leaving: bool = False) -> list[str]:
         out.append("reset every GPU node's device-plugin, DRA and MIG labels, clear their simulated faults and "
                    "restore the ClusterPolicy's defaults")
     out += [f"{'delete' if leaving else 'create or empty'} namespace {ns}" for ns in scope.namespaces]
-    for ref in scope.objects:
-        path = kubeapply.object_path(ref.api_version, ref.kind, ref.name, ref.namespace)
-        if ref.kind in kubeapply.CLUSTER_SCOPED or steps.path_change(path):
+    for ref in scope.objects:  # asked before the cluster is: what the API server we ship serves
+        if kubeapply.cluster_scoped(ref.api_version, ref.kind) or steps.nvidia_named(ref.api_version, ref.namespace):
             out.append(f"delete {ref}")
     out += [f"remove label {key} from node {node}" for node, keys in sorted(scope.node_labels.items())
             for key in keys]
@@ -109,7 +105,8 @@ def _wait_pods_gone(client: Client, namespaces: tuple[str, ...], timeout: float 
 
 def _knobs(client: Client, scope: Scope) -> None:
     for ref in scope.objects:
-        kubeapply.delete(client, kubeapply.object_path(ref.api_version, ref.kind, ref.name, ref.namespace))
+        kubeapply.delete(client, kubeapply.object_path(client.mapper, ref.api_version, ref.kind, ref.name,
+                                                       ref.namespace))
     nodes = {n: client.get(f"/api/v1/nodes/{n}") for n in sorted({*scope.node_labels, *scope.faults})}
     for name, keys in sorted(scope.node_labels.items()):
         present = {k: None for k in keys if k in (nodes[name]["metadata"].get("labels") or {})}
@@ -118,7 +115,7 @@ def _knobs(client: Client, scope: Scope) -> None:
     for name in scope.faults:
         if names.FAULTS in (nodes[name]["metadata"].get("annotations") or {}):
             client.patch(f"/api/v1/nodes/{name}", {"metadata": {"annotations": {names.FAULTS: None}}})
-    if scope.policy and operator.policy_state(client) is not None:
+    if scope.policy and gpustack.policy_state(client) is not None:
         _restore_policy(client, scope.policy)
 
 
@@ -136,7 +133,7 @@ def _baseline(client: Client, *, mig: bool) -> None:
             patch["annotations"] = {names.FAULTS: None}
         if patch:
             client.patch(f"/api/v1/nodes/{meta['name']}", {"metadata": patch})
-    if operator.policy_state(client) is not None:
+    if gpustack.policy_state(client) is not None:
         _restore_policy(client, BASELINE_POLICY)
 
 
@@ -148,14 +145,14 @@ def _empty_namespace(client: Client, ns: str) -> None:
         return
     if found.get("status", {}).get("phase") == "Terminating":
         raise errors.ClusterError(f"namespace {ns} is being deleted", hint="wait a few seconds, then retry")
-    for api_version, plural in NAMESPACED:
-        path = _collection(api_version, plural, ns)
+    for api_version, kind in NAMESPACED:
+        path = client.mapper.path(api_version, kind, namespace=ns)
         listed = client.get(path).get("items", [])
         doomed = [o["metadata"]["name"] for o in listed
-                  if not (plural == "configmaps" and o["metadata"]["name"] in _KEEP_CONFIGMAPS)]
+                  if not (kind == "ConfigMap" and o["metadata"]["name"] in _KEEP_CONFIGMAPS)]
         if not doomed:
             continue
-        if plural == "configmaps":
+        if kind == "ConfigMap":
             for name in doomed:
                 kubeapply.delete(client, f"{path}/{name}")
             continue
@@ -169,7 +166,7 @@ def _empty_namespace(client: Client, ns: str) -> None:
 
 
 def _restore_policy(client: Client, fields: tuple[str, ...]) -> None:
-    default = manifests.cluster_policy()["spec"]
+    default = gpustack.cluster_policy()["spec"]
     current = client.get(steps.POLICY_PATH).get("spec", {})
     ops: list[dict[str, Any]] = []
     for dotted in fields:
@@ -193,12 +190,13 @@ def _dig(data: Any, keys: list[str]) -> Any:
 
 def snapshot(client: Client, scope: Scope) -> dict[str, Any]:
     """The state of everything in scope, without volatile fields: equal snapshots mean the same state."""
-    out: dict[str, Any] = {"operator": operator.policy_state(client) is not None}
+    out: dict[str, Any] = {"operator": gpustack.policy_state(client) is not None}
     for ns in scope.namespaces:
         out[f"namespace {ns}"] = _namespace_contents(client, ns)
     for ref in scope.objects:
         try:
-            obj = client.get(kubeapply.object_path(ref.api_version, ref.kind, ref.name, ref.namespace))
+            obj = client.get(kubeapply.object_path(client.mapper, ref.api_version, ref.kind, ref.name,
+                                                   ref.namespace))
             out[str(ref)] = {k: v for k, v in obj.items() if k in ("spec", "data", "value", "preemptionPolicy")}
         except errors.NotFound:
             out[str(ref)] = None
@@ -240,12 +238,14 @@ def _namespace_contents(client: Client, ns: str) -> list[str] | None:
     if not client.exists(f"/api/v1/namespaces/{ns}"):
         return None
     found = []
-    for api_version, plural in NAMESPACED:
-        if plural == "events":
+    for api_version, kind in NAMESPACED:
+        if kind == "Event":
             continue
-        for obj in client.get(_collection(api_version, plural, ns)).get("items", []):
+        mapping = client.mapper.mapping(api_version, kind)
+        plural = mapping.resource
+        for obj in client.get(mapping.path(namespace=ns)).get("items", []):
             meta = obj["metadata"]
-            if plural == "configmaps" and meta["name"] in _KEEP_CONFIGMAPS:
+            if kind == "ConfigMap" and meta["name"] in _KEEP_CONFIGMAPS:
                 continue
             owners = meta.get("ownerReferences") or []
             # Pods and ReplicaSets made by controllers get random names: count them by owner instead.

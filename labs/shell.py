@@ -15,11 +15,11 @@ import shlex
 import shutil
 import subprocess
 import sys
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 from cluster import backends, binaries, errors
+from cluster.kube import http
 
 EXPECTATIONS = ("success", "failure", "any")
 _TIMEOUT_S = 120
@@ -162,8 +162,11 @@ def dcgm_url() -> str:
 
 def dcgm_samples(metric: str = "", url: str | None = None) -> list[Sample]:
     """Scrape the exporter once, like Prometheus would, and keep the samples of ``metric`` (all when empty)."""
-    with urllib.request.urlopen(url or dcgm_url(), timeout=10) as response:
-        text = response.read().decode()
+    where = url or dcgm_url()
+    try:
+        text = http.get_text(where, timeout=10)
+    except http.HttpError as exc:
+        raise errors.ClusterError(f"cannot scrape the DCGM exporter: {exc}", hint="gpulab status") from exc
     return [s for s in parse_prometheus(text) if not metric or s.metric == metric]
 
 

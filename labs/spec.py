@@ -7,10 +7,12 @@ so the runtime, the grader and the tests drive them the same way. Nothing here t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from cluster import strict
 
 if TYPE_CHECKING:
     from labs import evidence, steps
@@ -20,22 +22,7 @@ KIND = "Lab"
 OPERATOR_STATES = ("installed", "absent")
 
 
-class Problems:
-    """Every problem found while reading a spec, each as ``path: message`` (reported all at once)."""
-
-    def __init__(self) -> None:
-        self.items: list[str] = []
-
-    def add(self, path: str, message: str) -> None:
-        self.items.append(f"{path}: {message}")
-
-    def unknown(self, path: str, data: Mapping[str, Any], allowed: Sequence[str]) -> None:
-        for key in data:
-            if key not in allowed:
-                self.add(f"{path}.{key}", f"unknown field (allowed: {', '.join(sorted(allowed))})")
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
+Problems = strict.Problems  # the one strict-spec reader (path, line, did-you-mean), shared with fleets and quizzes
 
 
 @dataclass(frozen=True)

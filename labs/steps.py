@@ -24,7 +24,8 @@ import yaml
 from cluster import errors
 from cluster.backends import guard
 from cluster.kube.client import Client
-from cluster.sim.gpu import hoststate, names, operator
+from cluster import gpustack
+from cluster.gpustack import names
 from graders import FleetFacts
 from graders import LiveView
 from labs import evidence, kubeapply
@@ -84,7 +85,7 @@ def object_change(obj: object) -> str | None:
     raw_meta = obj.get("metadata")
     meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     name, namespace = str(meta.get("name", "?")), str(meta.get("namespace") or "")
-    if kind in kubeapply.CLUSTER_SCOPED:
+    if kubeapply.cluster_scoped(api_version, kind):
         return f"apply the cluster-scoped {kind} {name}"
     if nvidia_named(api_version, namespace):
         return f"apply {kind} {namespace + '/' if namespace else ''}{name} (part of the NVIDIA GPU stack)"
@@ -151,10 +152,10 @@ def operator_change(installed: bool) -> str:
 def ensure_operator(client: Client, installed: bool) -> None:
     """Install or remove the operator. A removal does not wait the ~5 s the namespace controller takes to delete
     the ``gpu-operator`` namespace: nothing a lab checks is in it, and an install waits for it to be gone."""
-    if installed and operator.policy_state(client) is None:
-        operator.install(client, wait=True, timeout=120)
-    elif not installed and operator.present(client):
-        operator.uninstall(client, wait_namespace=False)
+    if installed and gpustack.policy_state(client) is None:
+        gpustack.install(client, wait=True, timeout=120)
+    elif not installed and gpustack.present(client):
+        gpustack.uninstall(client, wait_namespace=False)
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,7 @@ class Fault:
 
     def run(self, ctx: StepContext) -> None:
         _guard(ctx, self)
-        operator.set_fault(ctx.client, self.node, self.kind, self.gpu, self.present)
+        gpustack.set_fault(ctx.client, self.node, self.kind, self.gpu, self.present)
 
     def describe(self) -> str:
         return f"{'inject' if self.present else 'clear'} fault {self.kind} on {self.node}"
@@ -217,7 +218,7 @@ class Restart:
 
     def run(self, ctx: StepContext) -> None:
         _guard(ctx, self)
-        operator.restart_daemonset(ctx.client, self.daemonset)
+        gpustack.restart_daemonset(ctx.client, self.daemonset)
 
     def describe(self) -> str:
         return f"rollout restart daemonset/{self.daemonset} in gpu-operator"
@@ -319,8 +320,8 @@ def _fault(p: Problems, where: str, value: Any) -> Fault:
     m = common.mapping(p, where, value)
     p.unknown(where, m, ("node", "kind", "gpu", "present"))
     kind = common.text(p, f"{where}.kind", m.get("kind"))
-    if kind and kind not in hoststate.FAULT_KINDS:
-        p.add(f"{where}.kind", f"must be one of {', '.join(hoststate.FAULT_KINDS)}")
+    if kind and kind not in gpustack.FAULT_KINDS:
+        p.add(f"{where}.kind", f"must be one of {', '.join(gpustack.FAULT_KINDS)}")
     gpu = m.get("gpu")
     if gpu is not None and (isinstance(gpu, bool) or not isinstance(gpu, int) or gpu < 0):
         p.add(f"{where}.gpu", "must be a GPU index (0, 1, ...)")

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cluster import settings
 from quizzes import analysis, bankcheck, collect, errors, model, report, scoring, shuffle, store
 from quizzes.bank import builtin_banks, get_bank, load_bank, load_banks, sections
 from quizzes.session import QuizSession
@@ -50,7 +51,7 @@ LEARNER_ENV = "GPULAB_LEARNER"
 
 def learner_id(learner: str | None = None) -> str:
     """The learner id: the argument, else ``$GPULAB_LEARNER``, else ``$JUPYTERHUB_USER``, else the login name."""
-    for candidate in (learner, os.environ.get(LEARNER_ENV), os.environ.get("JUPYTERHUB_USER")):
+    for candidate in (learner, settings.current().learner, os.environ.get("JUPYTERHUB_USER")):
         if candidate and candidate.strip():
             return candidate.strip()
     return getpass.getuser()
@@ -94,7 +95,7 @@ def _stored_learner(opened: store.Store, learner: str | None) -> str:
 
     A store holding several learners with none named by its folder is refused rather than guessed at.
     """
-    if learner or os.environ.get(LEARNER_ENV):
+    if learner or settings.current().learner:
         return learner_id(learner)
     found = opened.learners()
     if not found:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cluster import strict
 from quizzes import model
 
 _TOP = {"apiVersion", "kind", "metadata", "spec"}
@@ -25,27 +26,26 @@ _OPTION = {"id", "text", "manifest", "correct", "explanation"}
 _DISTRACTOR = {"value", "explanation"}
 
 
-class Reader:
-    """Collects problems as ``path (line N): message`` while reading loosely typed YAML data."""
+class Reader(strict.Problems):
+    """Collects problems as ``path: message (line N)`` (``cluster.strict``, the one strict-spec reader) while
+    reading loosely typed YAML data."""
 
     def __init__(self) -> None:
-        self.problems: list[str] = []
+        super().__init__()
         self.dropped_items = 0  # items too broken to decode (their absence must not look like a count problem)
 
+    @property
+    def problems(self) -> list[str]:
+        return self.items
+
     def problem(self, path: str, message: str, node: object = None, key: str | None = None) -> None:
-        line = _line_of(node, key)
-        where = f"{path} (line {line})" if line else path
-        self.problems.append(f"{where}: {message}")
+        self.add(path, message, node, key)
 
     def mapping(self, node: object, path: str, allowed: set[str]) -> Mapping[str, Any] | None:
         if not isinstance(node, Mapping):
             self.problem(path, f"must be a mapping, got {_type_name(node)}", node)
             return None
-        for key in node:
-            if key not in allowed:
-                hint = _closest(str(key), allowed)
-                extra = f" (did you mean '{hint}'?)" if hint else ""
-                self.problem(f"{path}.{key}", f"unknown field{extra}", node, str(key))
+        self.unknown(path, node, allowed)
         return node
 
     def sequence(self, node: Mapping[str, Any], key: str, path: str) -> Sequence[Any]:
@@ -282,35 +282,5 @@ def _distractors(
     return tuple(result)
 
 
-def _line_of(node: object, key: str | None) -> int | None:
-    """1-based YAML line of ``node`` (or of ``key`` inside it) when ruamel recorded one."""
-    lc = getattr(node, "lc", None)
-    if lc is None:
-        return None
-    try:
-        if key is not None:
-            return int(lc.key(key)[0]) + 1
-        return int(lc.line) + 1
-    except (KeyError, TypeError, AttributeError):
-        return None
-
-
-def _type_name(value: object) -> str:
-    if value is None:
-        return "nothing"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, (int, float)):
-        return f"the number {value}"
-    return f"{type(value).__name__} {value!r}"
-
-
-def _closest(name: str, allowed: set[str]) -> str | None:
-    import difflib
-
-    match = difflib.get_close_matches(name, sorted(allowed), n=1, cutoff=0.75)
-    return match[0] if match else None
+_line_of = strict.line_of
+_type_name = strict.type_name

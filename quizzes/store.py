@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from pathlib import Path
 
 import platformdirs
 
+from cluster import settings
 from quizzes import errors, model
 
 log = logging.getLogger(__name__)
@@ -85,9 +85,9 @@ class Answer:
 
 def default_path() -> Path:
     """``$GPULAB_QUIZ_DB`` if set, else ``quiz-answers.sqlite3`` in the user data dir."""
-    env = os.environ.get(ENV_VAR, "").strip()
-    if env:
-        return Path(env).expanduser()
+    given = settings.current().quiz_db
+    if given:
+        return given
     return Path(platformdirs.user_data_dir("gpulab", appauthor=False)) / FILE_NAME
 
 

@@ -2,7 +2,9 @@
 
 ``celcheck`` is a small Go program (``cluster/gosrc/celcheck``) built against
 ``k8s.io/dynamic-resource-allocation/cel`` of our pinned Kubernetes release; it reports compile errors and
-cost-limit violations with the apiserver's own field-error text. One process checks a whole batch, so a
+cost-limit violations with the apiserver's own field-error text, and (``evaluate``) runs a selector against
+ResourceSlice devices as the scheduler's DRA allocator does, runtime cost limit included. This is the project's
+one CEL engine: nothing here or in the graders evaluates CEL itself. One process checks a whole batch, so a
 lint run pays its start-up once. When the binary is missing this module raises ``BinariesUnavailable``;
 callers decide how to degrade.
 """
@@ -13,18 +15,20 @@ import json
 import logging
 import os
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
-from cluster import errors, versions
+from cluster import errors, gobuild, settings, versions
 
 log = logging.getLogger(__name__)
 
 KUBERNETES_VERSION = versions.KUBERNETES_VERSION  # celcheck is built against the same release
-BINARY = "celcheck"
+BINARY = gobuild.extra_binary_name("celcheck")  # celcheck-2: the revision that evaluates selectors
+EVAL_TIMEOUT_S = 2.0  # the longest one device's evaluation may take (celcheck -eval-timeout)
 # Verdicts already computed by a binary: the compiler is deterministic, and batch grading compiles the same
 # few expressions once per submission otherwise (one process start each).
 _MEMO: dict[tuple[str, str, str], "Verdict"] = {}
@@ -41,21 +45,20 @@ class Verdict:
 
 def cache_dir() -> Path:
     """The user cache the Go helpers (celcheck, dpcheck) are built into."""
-    override = os.environ.get("GPULAB_CACHE_DIR")
-    return Path(override) if override else Path(platformdirs.user_cache_dir("gpulab"))
+    return settings.current().cache_dir or Path(platformdirs.user_cache_dir("gpulab"))
 
 
 def candidates() -> list[Path]:
     """Where ``celcheck`` is looked for, in order."""
     out: list[Path] = []
-    if os.environ.get("GPULAB_CELCHECK"):
-        out.append(Path(os.environ["GPULAB_CELCHECK"]))
-    if os.environ.get("GPULAB_BIN_DIR"):
-        out.append(Path(os.environ["GPULAB_BIN_DIR"]) / BINARY)
+    given = settings.current()
+    if given.celcheck:
+        out.append(given.celcheck)
+    if given.bin_dir:
+        out.append(given.bin_dir / BINARY)
     cache = cache_dir()
     out.extend(sorted((cache / "bin").glob(f"k8s-{KUBERNETES_VERSION}-*/{BINARY}")))
     out.append(cache / "bin" / KUBERNETES_VERSION / BINARY)
-    out.append(cache / "build" / f"kubernetes-{KUBERNETES_VERSION}" / "bin" / BINARY)
     return out
 
 
@@ -99,10 +102,10 @@ def _compile(path: Path, items: Sequence[tuple[str, str]], timeout: float) -> li
     return _read(run_helper(path, lines, timeout), len(items), [str(path)])
 
 
-def run_helper(path: Path, lines: str, timeout: float) -> str:
+def run_helper(path: Path, lines: str, timeout: float, args: Sequence[str] = ()) -> str:
     """Feed a Go helper its JSON lines on stdin and return its stdout; a crash, time-out or non-zero exit is
     ``CommandFailed`` (the protocol celcheck and dpcheck share)."""
-    cmd = [str(path)]
+    cmd = [str(path), *args]
     try:
         proc = subprocess.run(cmd, input=lines, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as exc:
@@ -127,3 +130,43 @@ def _read(stdout: str, expected: int, cmd: list[str]) -> list[Verdict]:
     if sorted(verdicts) != list(range(expected)):
         raise errors.CommandFailed(cmd, 0, f"expected {expected} answers, got {len(verdicts)}")
     return [verdicts[i] for i in range(expected)]
+
+
+@dataclass(frozen=True)
+class DeviceVerdict:
+    """One device against one selector: ``match`` True/False, or None when CEL could not decide (``error``: a
+    compile error, or the allocator's runtime error such as a missing attribute or the cost limit)."""
+
+    name: str
+    match: bool | None
+    error: str = ""
+
+
+def evaluate(expression: str, devices: Sequence[Mapping[str, Any]], *, binary: Path | None = None,
+             timeout: float = 20.0) -> list[DeviceVerdict]:
+    """Run ``expression`` against each device (``{"name", "driver", "attributes", "capacity"}`` as a
+    ResourceSlice lists them) with the Kubernetes CEL library; verdicts come back in the same order.
+
+    Raises ``BinariesUnavailable`` when no celcheck is found and ``CommandFailed`` when it crashes or times out
+    (the caller's budget: ``timeout`` for the whole batch, ``EVAL_TIMEOUT_S`` for one device)."""
+    if not devices:
+        return []
+    path = binary or find_binary()
+    if path is None:
+        raise errors.BinariesUnavailable(
+            "the CEL engine (celcheck) is not installed", hint="run `gpulab binaries ensure`")
+    line = json.dumps({"id": "0", "expression": expression, "path": "expression", "stored": True,
+                       "devices": [dict(d) for d in devices]}) + "\n"
+    cmd = [str(path), f"-eval-timeout={EVAL_TIMEOUT_S}s"]
+    out = run_helper(path, line, timeout, args=cmd[1:])
+    try:
+        raw = json.loads(out.splitlines()[0])
+    except (ValueError, IndexError) as exc:
+        raise errors.CommandFailed(cmd, 0, f"unexpected output: {out[:200]!r}") from exc
+    if not raw.get("ok"):
+        return [DeviceVerdict(str(d.get("name", "")), None, str(raw.get("error", ""))) for d in devices]
+    answers = raw.get("devices")
+    if not isinstance(answers, list) or len(answers) != len(devices):
+        raise errors.CommandFailed(cmd, 0, f"expected {len(devices)} device verdicts, got {answers!r}"[:300])
+    return [DeviceVerdict(str(a.get("name", "")), None if a.get("error") else bool(a.get("match")),
+                          str(a.get("error", ""))) for a in answers]

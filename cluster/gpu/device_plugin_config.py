@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cluster import errors
-from cluster.gpu import _yaml
+from cluster.gpu import goyaml as _yaml
 # Per-node selection lives in config_manager and is re-exported here, next to the parser.
 from cluster.gpu.config_manager import NAMED_FALLBACK as NAMED_FALLBACK
 from cluster.gpu.config_manager import Selection as Selection
@@ -196,7 +196,7 @@ def neutralise_renaming(config: DevicePluginConfig) -> DevicePluginConfig:
 
 
 # --- parsing ---------------------------------------------------------------------------------------------
-# sigs.k8s.io/yaml turns the first YAML document into JSON (cluster.gpu._yaml.load_go) and encoding/json decodes
+# sigs.k8s.io/yaml turns the first YAML document into JSON (cluster.gpu.goyaml.load_go) and encoding/json decodes
 # it into v1.Config. Struct keys match exactly, else case-insensitively; a mismatched type is remembered and
 # decoding goes on (the first one is reported at the end); the hand-written UnmarshalJSON methods of
 # ReplicatedResources, ReplicatedResource, ReplicatedDevices, ResourceName, Resource, Duration and the

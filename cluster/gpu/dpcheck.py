@@ -12,13 +12,12 @@ binary is missing this module raises ``BinariesUnavailable``.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cluster import errors, gobuild, versions
+from cluster import errors, gobuild, settings, versions
 from cluster.gpu import cel
 
 NAME = "dpcheck"
@@ -47,10 +46,11 @@ def binary_name() -> str:
 def candidates() -> list[Path]:
     """Where ``dpcheck`` is looked for, in order."""
     out: list[Path] = []
-    if os.environ.get("GPULAB_DPCHECK"):
-        out.append(Path(os.environ["GPULAB_DPCHECK"]))
-    if os.environ.get("GPULAB_BIN_DIR"):
-        out.append(Path(os.environ["GPULAB_BIN_DIR"]) / binary_name())
+    given = settings.current()
+    if given.dpcheck:
+        out.append(given.dpcheck)
+    if given.bin_dir:
+        out.append(given.bin_dir / binary_name())
     cache = cel.cache_dir()
     out.extend(sorted((cache / "bin").glob(f"*/{binary_name()}")))
     out.append(cache / "build" / binary_name() / "bin" / binary_name())

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cluster import errors
-from cluster.gpu import _yaml, catalog, inventory
+from cluster.gpu import catalog, goyaml as _yaml, inventory
 
 NVIDIA_VENDOR_ID = 0x10DE
 VERSION = "v1"

@@ -1,6 +1,7 @@
 """Typed REST access to the Kubernetes API: sync ``Client`` over httpx, async ``AsyncClient`` over aiohttp.
 
-Paths are plain API paths (``/api/v1/namespaces/default/pods``); helpers build them for the common kinds.
+Paths are plain API paths (``/api/v1/namespaces/default/pods``); ``Client.mapper`` (discovery, cached) builds
+them for any kind the server serves.
 HTTP errors become ``ApiError`` (``NotFound``, ``Conflict``) in ``raise_for``, the one translation point.
 """
 
@@ -16,7 +17,10 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from cluster import errors
-from cluster.kube import kubeconfig
+from cluster.kube import kubeconfig, restmapper
+
+__all__ = ["APPLY_PATCH", "AsyncClient", "Client", "JSON", "JSON_PATCH", "MERGE_PATCH", "STRATEGIC_PATCH",
+           "raise_for", "raise_status"]
 
 if TYPE_CHECKING:
     import aiohttp
@@ -26,12 +30,6 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
-
-_CORE_PLURALS = {
-    "Pod": "pods", "Node": "nodes", "Namespace": "namespaces", "ConfigMap": "configmaps", "Secret": "secrets",
-    "Event": "events", "ResourceQuota": "resourcequotas", "ServiceAccount": "serviceaccounts",
-    "Service": "services", "LimitRange": "limitranges", "Endpoints": "endpoints",
-}
 
 
 def _ssl_context(conn: kubeconfig.Connection) -> ssl.SSLContext | bool:
@@ -85,17 +83,6 @@ def _body(resp: httpx.Response) -> JSON:
     return data if isinstance(data, dict) else {"items": data}
 
 
-def path_for(api_version: str, kind: str, namespace: str | None = None, name: str | None = None,
-             plural: str | None = None) -> str:
-    """The REST path of a kind (core kinds by table; others by lower-cased plural guess unless given)."""
-    plural = plural or _CORE_PLURALS.get(kind) or (kind.lower() + ("es" if kind.endswith("s") else "s"))
-    base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-    if namespace:
-        base += f"/namespaces/{namespace}"
-    base += f"/{plural}"
-    return f"{base}/{name}" if name else base
-
-
 class Client:
     """Synchronous client; cheap to create, closes its pool with ``close()`` or a ``with`` block."""
 
@@ -107,6 +94,14 @@ class Client:
         self._http = httpx.Client(base_url=conn.server, verify=_ssl_context(conn),
                                   headers=httpx.Headers(_headers(conn, impersonate)),
                                   timeout=httpx.Timeout(timeout, connect=5.0))
+        self._mapper: restmapper.RESTMapper | None = None
+
+    @property
+    def mapper(self) -> restmapper.RESTMapper:
+        """This server's REST mapping from its discovery answers (asked once per group version, cached)."""
+        if self._mapper is None:
+            self._mapper = restmapper.live(self.get)
+        return self._mapper
 
     @classmethod
     def from_kubeconfig(cls, path: Path, context: str | None = None, **kw: Any) -> Client:

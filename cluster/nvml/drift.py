@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cluster import quantity
 from cluster.gpu import advertise, inventory
 from cluster.gpu import device_plugin_config as dpc
 
@@ -26,8 +27,8 @@ class Drift:
 
 def _quantity(value: Any) -> int:
     try:
-        return int(str(value))
-    except ValueError:
+        return int(quantity.parse(value).value)
+    except quantity.QuantityError:
         return 0
 
 

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from cluster import errors
+from cluster import errors, settings
 from cluster.kube import kubeconfig
 from cluster.kube.client import AsyncClient
 from cluster.sim import admission, checkpoint, informer, nodes, runner
@@ -30,7 +30,6 @@ log = logging.getLogger("gpulab.pod-agent")
 RUN_SECONDS = "gpulab.dev/run-seconds"
 EXIT_CODE = "gpulab.dev/exit-code"
 JOB_DEFAULT_SECONDS = 5.0
-DEFAULT_HOOKS = os.environ.get("GPULAB_ADMISSION_HOOKS", "cluster.sim.gpu.admission:admit")
 
 
 def pod_ip(pod: dict[str, Any]) -> str:
@@ -254,9 +253,11 @@ async def _main(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
+    given = settings.Settings.from_env(os.environ)  # the agent's entry point: GPULAB_* read once, here
+    settings.establish(given)
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kubeconfig", required=True)
-    parser.add_argument("--hooks", default=DEFAULT_HOOKS, help="comma-separated module:function admission hooks")
+    parser.add_argument("--hooks", default=given.admission_hooks, help="comma-separated module:function admission hooks")
     parser.add_argument("--device-checkpoint", default="",
                         help="the device-manager checkpoint file (default: kept in memory only)")
     runner.run(_main(parser.parse_args()))

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from graders import findings, manifests, placement, quantity, source
+from cluster import quantity
+from graders import findings, manifests, placement, source
 from graders.rules import base
 
 RULE_ID = "gpu-requests-equal-limits"

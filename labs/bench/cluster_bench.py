@@ -6,8 +6,8 @@ and is torn down (``down --purge``) when the block ends, even on failure.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-import os
 import shutil
 import statistics
 import subprocess
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from cluster import fleet as fleet_mod
+from cluster import fleet as fleet_mod, settings
 from cluster.backends.local import AGENTS, CONTROL_PLANE, LocalBackend
 from labs.bench.figures import Figure
 
@@ -149,22 +149,17 @@ def start_seconds(root: Path, fl: fleet_mod.Fleet, name: str) -> float:
 
 def first_start_seconds(root: Path, fl: fleet_mod.Fleet) -> float:
     """A cold start as on a machine that has the binaries but no etcd seed yet (a private, empty seed dir)."""
-    saved = os.environ.get("GPULAB_SEED_DIR")
-    os.environ["GPULAB_SEED_DIR"] = str(root / "first-start-seeds")
     try:
-        return start_seconds(root, fl, "bench-first-start")
+        with settings.overridden(seed_dir=root / "first-start-seeds"):
+            return start_seconds(root, fl, "bench-first-start")
     finally:
-        if saved is None:
-            del os.environ["GPULAB_SEED_DIR"]
-        else:
-            os.environ["GPULAB_SEED_DIR"] = saved
         shutil.rmtree(root / "first-start-seeds", ignore_errors=True)
 
 
 def cli_start_seconds(root: Path, fleet_name: str) -> float:
     """Wall clock of ``gpulab up --fleet NAME`` run as a learner runs it (a new Python process, CLI start-up
     included), in a private state dir; the cluster is removed afterwards."""
-    env = {**os.environ, "GPULAB_STATE_DIR": str(root / "cli-start")}
+    env = dataclasses.replace(settings.current(), state_dir=root / "cli-start").environ()
     cmd = [sys.executable, "-m", "labs.cli.main"]
     try:
         started = time.monotonic()

@@ -18,7 +18,8 @@ from typing import Any
 
 from cluster import errors, fleet as fleet_mod
 from cluster.kube.client import Client
-from cluster.sim.gpu import names, operator
+from cluster import gpustack
+from cluster.gpustack import names
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +119,7 @@ def ensure_config(client: Client) -> None:
 def install_operator(client: Client, timeout: float) -> float:
     """Install the simulated GPU Operator and wait for its policy to be ready; returns the seconds it took."""
     t0 = time.monotonic()
-    operator.install(client, wait=True, timeout=timeout)
+    gpustack.install(client, wait=True, timeout=timeout)
     return time.monotonic() - t0
 
 

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from cluster import settings
 from labs import runtime
 from labs.bench import grading_bench
 from labs.bench.figures import Figure
@@ -39,18 +40,21 @@ class Recorded:
 
 @contextmanager
 def private_state(root: Path) -> Iterator[None]:
-    """Point the state root (lab records) and the labs dir at ``root`` for the duration."""
-    saved = {k: os.environ.get(k) for k in ("GPULAB_STATE_DIR", "GPULAB_LABS_DIR")}
+    """Point the state root (lab records) and the labs dir at ``root`` for the duration.
+
+    The labs dir goes through the settings object. The state root is still exported: cluster/backends reads
+    GPULAB_STATE_DIR itself (base.state_root, which decides who owns a kubeconfig) until the bring-up work moves
+    it onto ``cluster.settings``; then this export goes too."""
+    saved = os.environ.get("GPULAB_STATE_DIR")
     os.environ["GPULAB_STATE_DIR"] = str(root / "state")
-    os.environ["GPULAB_LABS_DIR"] = str(root / "labs")
     try:
-        yield
+        with settings.overridden(state_dir=root / "state", labs_dir=root / "labs"):
+            yield
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        if saved is None:
+            os.environ.pop("GPULAB_STATE_DIR", None)
+        else:
+            os.environ["GPULAB_STATE_DIR"] = saved
 
 
 def planned() -> list[Figure]:

@@ -7,15 +7,13 @@ the end. Needs the ``course`` extra (nbclient, nbformat, ipykernel).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-import os
 import shutil
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from cluster import errors
+from cluster import errors, settings
 from cluster.backends.local import LocalBackend
 from labs.bench.figures import Figure
 
@@ -26,21 +24,10 @@ TOTAL = "whole course's notebooks executed"
 CELL_TIMEOUT = 600
 
 
-@contextmanager
-def _environment(root: Path) -> Iterator[dict[str, str]]:
-    """State root, labs dir and quiz store of the run, visible to the kernels (they inherit our environment)."""
-    wanted = {"GPULAB_STATE_DIR": str(root / "state"), "GPULAB_LABS_DIR": str(root / "labs"),
-              "GPULAB_QUIZ_DB": str(root / "quiz-answers.sqlite3"), "GPULAB_LEARNER": "bench"}
-    saved = {k: os.environ.get(k) for k in wanted}
-    os.environ.update(wanted)
-    try:
-        yield wanted
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+def _settings(root: Path) -> settings.Settings:
+    """State root, labs dir and quiz store of the run; the kernels are given them as their environment."""
+    return dataclasses.replace(settings.current(), state_dir=root / "state", labs_dir=root / "labs",
+                               quiz_db=root / "quiz-answers.sqlite3", learner="bench")
 
 
 def notebooks() -> list[Path]:
@@ -63,22 +50,23 @@ def run(root: Path, out: list[Figure]) -> None:
         raise errors.CourseError(f"no notebooks under {COURSE}")
     work = root / "course"
     shutil.copytree(COURSE, work, ignore=shutil.ignore_patterns("gpulab-labs", ".ipynb_checkpoints"))
-    with _environment(root) as env:
-        try:
-            started = time.monotonic()
-            for source in found:
-                nb = nbformat.read(work / source.name, as_version=4)  # type: ignore[no-untyped-call]
-                client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
-                                        resources={"metadata": {"path": str(work)}})
-                t0 = time.monotonic()
-                try:
-                    client.execute()
-                except CellExecutionError as exc:
-                    raise errors.CourseError(f"notebook {source.name} failed: {str(exc).strip()[-600:]}") from exc
-                out.append(Figure(f"notebook {source.name} executed", round(time.monotonic() - t0, 1), "s",
-                                  note=f"{sum(c.cell_type == 'code' for c in nb.cells)} code cells"))
-            out.append(Figure(TOTAL, round(time.monotonic() - started, 1), "s",
-                                 note=f"{len(found)} notebooks in order, headless, the first one brings the "
-                                      "starter fleet up"))
-        finally:
-            LocalBackend("gpulab", Path(env["GPULAB_STATE_DIR"])).down(purge=True)
+    run_settings = _settings(root)
+    env = run_settings.environ()
+    try:
+        started = time.monotonic()
+        for source in found:
+            nb = nbformat.read(work / source.name, as_version=4)  # type: ignore[no-untyped-call]
+            client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
+                                    resources={"metadata": {"path": str(work)}})
+            t0 = time.monotonic()
+            try:
+                client.execute(env=env)
+            except CellExecutionError as exc:
+                raise errors.CourseError(f"notebook {source.name} failed: {str(exc).strip()[-600:]}") from exc
+            out.append(Figure(f"notebook {source.name} executed", round(time.monotonic() - t0, 1), "s",
+                              note=f"{sum(c.cell_type == 'code' for c in nb.cells)} code cells"))
+        out.append(Figure(TOTAL, round(time.monotonic() - started, 1), "s",
+                             note=f"{len(found)} notebooks in order, headless, the first one brings the "
+                                  "starter fleet up"))
+    finally:
+        LocalBackend("gpulab", run_settings.state_dir or root / "state").down(purge=True)

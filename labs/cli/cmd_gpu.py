@@ -15,8 +15,9 @@ from rich.table import Table
 from cluster import backends, errors
 from cluster.backends import guard
 from cluster.kube.client import Client
+from cluster import gpustack
 from cluster.gpu import helm_values
-from cluster.sim.gpu import hoststate, manifests, names, operator
+from cluster.gpustack import names
 
 
 def _client(change: str | None = None) -> Client:
@@ -27,7 +28,7 @@ def _client(change: str | None = None) -> Client:
     return Client.from_kubeconfig(be.kubeconfig())
 
 
-def _print_status(st: operator.OperatorStatus, console: Console) -> None:
+def _print_status(st: gpustack.OperatorStatus, console: Console) -> None:
     if not st.installed:
         console.print("GPU Operator: [yellow]not installed[/] (gpulab gpu-operator install)")
     else:
@@ -81,13 +82,13 @@ def register(cli: click.Group) -> None:
         rendered = _rendered(sets, value_files) if sets or value_files or dry_run else None
         if dry_run:
             assert rendered is not None
-            docs = [*rendered.configmaps, helm_values.apply(manifests.cluster_policy(), rendered)]
+            docs = [*rendered.configmaps, helm_values.apply(gpustack.cluster_policy(), rendered)]
             click.echo(yaml.safe_dump_all(docs, sort_keys=False), nl=False)
             _echo_ignored(rendered)
             return
         with _client(f"install the GPU Operator (the {names.NAMESPACE} namespace, the {names.CRD_NAME} CRD, "
                      "the ClusterPolicy and the GPU nodes' labels)") as client:
-            state = operator.install(client, wait=not no_wait, timeout=timeout, values=rendered)
+            state = gpustack.install(client, wait=not no_wait, timeout=timeout, values=rendered)
         if rendered is not None:
             _echo_ignored(rendered)
         click.echo(f"gpu-operator installed; ClusterPolicy cluster-policy: {state or 'pending'}")
@@ -97,7 +98,7 @@ def register(cli: click.Group) -> None:
         """Remove the operator and everything it put on nodes (MIG layouts stay, like on real GPUs)."""
         with _client(f"uninstall the GPU Operator (deleting the {names.NAMESPACE} namespace, the "
                      f"{names.CRD_NAME} CRD and the GPU nodes' labels)") as client:
-            operator.uninstall(client)
+            gpustack.uninstall(client)
         click.echo("gpu-operator uninstalled")
 
     @gpu_operator.command("status")
@@ -105,9 +106,9 @@ def register(cli: click.Group) -> None:
     def status_cmd(as_json: bool) -> None:
         """Policy state, and per GPU node: mode, config, MIG state, resources, faults and failing operands."""
         with _client() as client:
-            st = operator.status(client)
+            st = gpustack.status(client)
         if as_json:
-            click.echo(operator.dumps(st))
+            click.echo(gpustack.dumps(st))
         else:
             _print_status(st, Console())
 
@@ -121,7 +122,7 @@ def register(cli: click.Group) -> None:
         allocatable. gpu-unhealthy --gpu N marks one GPU unhealthy (allocatable drops, capacity stays).
         """
 
-    kinds = click.Choice(hoststate.FAULT_KINDS)
+    kinds = click.Choice(gpustack.FAULT_KINDS)
 
     @fault.command()
     @click.argument("node")
@@ -130,7 +131,7 @@ def register(cli: click.Group) -> None:
     def inject(node: str, kind: str, gpu: int | None) -> None:
         """Inject fault KIND on NODE."""
         with _client(f"inject fault {kind} on node {node}") as client:
-            now = operator.set_fault(client, node, kind, gpu, True)
+            now = gpustack.set_fault(client, node, kind, gpu, True)
         click.echo(f"{node}: faults now {sorted(now.kinds) or 'none'}"
                    + (f", unhealthy GPUs {sorted(now.unhealthy)}" if now.unhealthy else ""))
 
@@ -141,6 +142,6 @@ def register(cli: click.Group) -> None:
     def clear(node: str, kind: str, gpu: int | None) -> None:
         """Clear fault KIND on NODE."""
         with _client(f"clear fault {kind} on node {node}") as client:
-            now = operator.set_fault(client, node, kind, gpu, False)
+            now = gpustack.set_fault(client, node, kind, gpu, False)
         click.echo(f"{node}: faults now {sorted(now.kinds) or 'none'}"
                    + (f", unhealthy GPUs {sorted(now.unhealthy)}" if now.unhealthy else ""))

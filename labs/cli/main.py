@@ -8,13 +8,14 @@ from __future__ import annotations
 import gc
 import importlib
 import logging
+import os
 import pkgutil
 import sys
 from typing import Any, NoReturn
 
 import click
 
-from cluster import errors, versions
+from cluster import errors, settings, versions
 
 import labs.cli
 
@@ -84,7 +85,8 @@ def load_all() -> LazyGroup:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        rv = cli.main(args=argv, prog_name="gpulab", standalone_mode=False)
+        with settings.using(settings.Settings.from_env(os.environ)):  # the GPULAB_* variables, read once here
+            rv = cli.main(args=argv, prog_name="gpulab", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return 130

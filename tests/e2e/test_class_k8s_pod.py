@@ -26,9 +26,8 @@ from typing import Any
 
 import pytest
 
-from cluster import errors
+from cluster import errors, quantity
 from cluster.testing import LocalCluster, wait_for
-from graders import quantity
 from prerequisites import require
 from z2jh_chart import CHART_DEFAULTS, get_config, helm_merge, load_yaml, spawner_config, unknown_keys
 

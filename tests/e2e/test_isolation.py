@@ -96,6 +96,26 @@ def test_tenant_cannot_read_secrets_even_in_its_own_namespace(local_cluster: Loc
                                     {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}))
 
 
+def test_a_tenant_kubeconfig_drives_kubectl_in_its_own_namespace_only(local_cluster: LocalCluster,
+                                                                      tenants: Any) -> None:
+    """What a learner does with the kubeconfig: kubectl's own view of its rights, and a pod that passes Pod
+    Security ``restricted`` (what a tenant namespace enforces) is created."""
+    ns_a, _ = tenants()
+    ns_b, _ = tenants()
+    path = local_cluster.backend.tenant_kubeconfig(ns_a)
+
+    def can(*args: str) -> str:
+        return local_cluster.kubectl("auth", "can-i", *args, kubeconfig=path, check=False).stdout.strip()
+
+    assert (can("create", "pods", "-n", ns_a), can("get", "nodes")) == ("yes", "yes")
+    assert (can("create", "pods", "-n", ns_b), can("patch", "nodes"), can("get", "secrets", "-n", ns_a)) == \
+        ("no", "no", "no")
+    overrides = json.dumps(restricted({"spec": {"containers": [{"name": "hello", "image": "busybox:1.36"}]}}))
+    created = local_cluster.kubectl("run", "hello", "--image=busybox:1.36", "-n", ns_a, f"--overrides={overrides}",
+                                    kubeconfig=path)
+    assert "created" in created.stdout
+
+
 def test_tenant_cannot_read_other_namespaces(local_cluster: LocalCluster, tenants: Any) -> None:
     ns_a, a = tenants()
     ns_b, _ = tenants()

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from cluster import errors, fleet
-from cluster.gpu import catalog, mig
+from cluster.gpu import catalog, cel, mig
 from cluster.sim import nodes
 from cluster.sim.gpu import dra, names, operands
 from labs import figures, figures_dra, figures_operator, figures_topology, shell
+from prerequisites import require
 
 
 def test_sharing_spectrum_counts_units_with_the_device_plugin_rules() -> None:
@@ -225,6 +226,7 @@ def test_topology_manager_verdicts_follow_the_narrowest_hint() -> None:
 
 
 def test_the_module_claim_is_predicted_on_the_first_two_hoppers_of_the_slice() -> None:
+    require(cel.find_binary() is not None, "celcheck is not built (it evaluates the DRA selectors): run `gpulab binaries ensure`")
     rows = figures_dra.device_rows(figures_dra.TWO_HOPPERS, [figures_dra.fleet_slice("h100-0")],
                                    [*dra.device_classes(), figures_dra.HOPPER_CLASS])  # fmt: skip
     assert [(r.name, r.state) for r in rows[:3]] == [("gpu-0", "allocated"), ("gpu-1", "allocated"), ("gpu-2", "matches")]
@@ -236,6 +238,7 @@ def test_the_module_claim_is_predicted_on_the_first_two_hoppers_of_the_slice() -
 
 
 def test_a_live_claim_shows_its_recorded_allocation_and_other_claims_devices_as_taken() -> None:
+    require(cel.find_binary() is not None, "celcheck is not built (it evaluates the DRA selectors): run `gpulab binaries ensure`")
     slice_obj = figures_dra.fleet_slice("a100-0", mig_layout="all-balanced")
     small = [d["name"] for d in slice_obj["spec"]["devices"] if d["attributes"]["profile"]["string"] == "1g.10gb"]
     claim = {"metadata": {"name": "nb", "namespace": "lab"},

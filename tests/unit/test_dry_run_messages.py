@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from cluster import errors
+from cluster.kube import restmapper
 from graders import dryrun
 
 INTEGER = ('Pod "half" is invalid: [spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "500m": '
@@ -66,6 +67,12 @@ class Recorder:
     def create(self, path: str, body: dict[str, Any], **params: Any) -> dict[str, Any]:
         self.calls.append(("POST", path, params))
         raise errors.ApiError(422, "Invalid", INTEGER)
+
+    @property
+    def mapper(self) -> restmapper.RESTMapper:  # as Client.mapper: the discovery answers above
+        if not hasattr(self, "_mapper"):
+            self._mapper = restmapper.live(self.get)
+        return self._mapper
 
 
 def test_refusal_becomes_findings_on_the_field_lines() -> None:

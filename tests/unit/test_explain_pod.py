@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from cluster.gpu import cel
 from graders import bundle, explain, schedmsg
 from graders.render import explain as render
+from prerequisites import require
 from live_factories import bundle_data, make_event, make_node, make_pod, starter_nodes, view_of
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "explain"
@@ -89,6 +91,7 @@ def test_fail_requests_greater_than_one_at_the_kubelet() -> None:
 
 
 def test_unsatisfiable_dra_claim_per_node() -> None:
+    require(cel.find_binary() is not None, "celcheck is not built (it evaluates the DRA selectors): run `gpulab binaries ensure`")
     result = recorded("dra-too-big", "huge")
     assert result.agrees and dict(result.scheduler_counts) == {schedmsg.DRA_CANNOT_ALLOCATE: 6}
     assert "none satisfies request gpu" in reasons(result, "t4-0")[0] and "Tesla T4 (15Gi)" in reasons(result, "t4-0")[0]

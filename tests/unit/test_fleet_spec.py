@@ -66,3 +66,16 @@ def test_node_objects_carry_capacity_taints_and_hardware_but_no_gpu_resource() -
 
 def test_scaled_fleet_has_the_requested_size() -> None:
     assert fleet.scaled(1000).node_count == 1000
+
+
+def test_a_misspelt_key_gets_its_line_and_the_name_it_meant(tmp_path: Path) -> None:
+    """Fleet errors carry the YAML line and a did-you-mean (the strict reader quiz banks and labs use too)."""
+    path = tmp_path / "fleet.yaml"
+    path.write_text("apiVersion: gpulab.dev/v1\nkind: Fleet\nmetadata:\n  name: small\nspec:\n  pools:\n"
+                    "  - name: gpu\n    count: 1\n    gpus: {model: T4, count: 1}\n    cpu: lots\n")
+    with pytest.raises(errors.ConfigError) as info:
+        fleet.load(str(path))
+    assert info.value.problems == [
+        "spec.pools[0].gpus: unknown field (did you mean 'gpu'?) (line 9)",
+        "spec.pools[0].cpu: must be a Kubernetes quantity such as '8' or '32Gi', got 'lots' (line 10)",
+    ]

@@ -145,7 +145,7 @@ def test_files_must_exist_in_starter_and_solution(tmp_path: Path) -> None:
     (folder / "solution" / "pod.yaml").unlink()
     with pytest.raises(errors.ConfigError) as info:
         loader.load(folder)
-    assert "spec.files[0]: solution/pod.yaml does not exist" in info.value.problems
+    assert "spec.files[0]: solution/pod.yaml does not exist (line 12)" in info.value.problems
 
 
 def test_expectations_need_one_operator_and_sane_values(tmp_path: Path) -> None:
@@ -214,3 +214,14 @@ def test_every_hint_names_a_course_section_that_exists() -> None:
             assert m.group(2) in SECTION_TITLES.values(), (lab_id, check.id, m.group(2))
             if m.group(2) in headings:
                 assert m.group(1) in headings[m.group(2)], (lab_id, check.id, m.group(1))
+
+
+def test_a_misspelt_key_gets_its_line_and_the_name_it_meant(tmp_path: Path) -> None:
+    """Lab errors carry the YAML line and a did-you-mean, like quiz banks and fleets (one strict reader)."""
+    lab = make_lab(tmp_path, VALID)
+    text = (lab / "lab.yaml").read_text()
+    (lab / "lab.yaml").write_text(text.replace("  title:", "  tilte:", 1))
+    line = next(i for i, row in enumerate((lab / "lab.yaml").read_text().splitlines(), 1) if "tilte:" in row)
+    with pytest.raises(errors.ConfigError) as info:
+        loader.load(lab)
+    assert f"spec.tilte: unknown field (did you mean 'title'?) (line {line})" in info.value.problems

@@ -74,22 +74,22 @@ def test_the_minimal_fixture_is_valid() -> None:
 # Each invalid fixture is the valid one with one defect; the message must name the path of the problem.
 INVALID = {
     "invalid-missing-correct.yaml": ["spec.items[0] (item q1, line 19): no correct answer"],
-    "invalid-missing-explanation.yaml": ["spec.items[1].options[2] (line 36): missing required field 'explanation'"],
+    "invalid-missing-explanation.yaml": ["spec.items[1].options[2]: missing required field 'explanation' (line 36)"],
     "invalid-duplicate-id.yaml": ["spec.items: duplicate item id 'q8' (2 times)"],
-    "invalid-no-outcome.yaml": ["spec.items[3] (line 49): missing required field 'outcome'"],
+    "invalid-no-outcome.yaml": ["spec.items[3]: missing required field 'outcome' (line 49)"],
     "invalid-too-few-items.yaml": ["the pre quiz of section 'demo' has 3 item(s); at least 8 are required",
                                    "the post quiz of section 'demo' has 3 item(s); at least 8 are required"],
-    "invalid-unknown-field.yaml": ["spec.items[4].options[1].explanaton (line 73): unknown field (did you mean "
-                                   "'explanation'?)", "spec.items[4].options[1] (line 69): missing required field "
-                                   "'explanation'"],
-    "invalid-api-version.yaml": ["apiVersion (line 2): 'gpulab.dev/v2' is not supported by this gpulab"],
+    "invalid-unknown-field.yaml": ["spec.items[4].options[1].explanaton: unknown field (did you mean "
+                                   "'explanation'?) (line 73)", "spec.items[4].options[1]: missing required field "
+                                   "'explanation' (line 69)"],
+    "invalid-api-version.yaml": ["apiVersion: 'gpulab.dev/v2' is not supported by this gpulab"],
     "invalid-yaml.yaml": ["line 23, column 25: not valid YAML: mapping values are not allowed here"],
     "invalid-numeric-distractor.yaml": ["spec.items[2].distractors[0] (item q3, line 38): value 28 would be graded "
                                         "correct"],
     "invalid-undeclared-outcome.yaml": ["spec.items[0].outcome (item q1, line 19): 'demo.pik' is not declared"],
     "invalid-pre-post-outcomes.yaml": ["outcome(s) demo.extra have no post item"],
-    "invalid-item-type.yaml": ["spec.items[7].type (line 95): must be one of single, multiple, numeric, manifest; "
-                               "got 'essay'"],
+    "invalid-item-type.yaml": ["spec.items[7].type: must be one of single, multiple, numeric, manifest; "
+                               "got 'essay' (line 95)"],
 }  # fmt: skip
 
 

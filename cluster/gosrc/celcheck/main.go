@@ -7,17 +7,27 @@
 // show, built with the same field.Error helpers as pkg/apis/resource/validation.validateCELSelector.
 // A line that is not valid JSON gets {"ok": false, "error": "bad input: ..."} so the caller never hangs.
 //
+// With "devices" (each {"name", "driver", "attributes", "capacity"} in a ResourceSlice's own JSON shape), an
+// expression that compiles is also evaluated against each device exactly as the scheduler's DRA allocator does
+// (k8s.io/dynamic-resource-allocation/cel CompilationResult.DeviceMatches, stored-expression environment,
+// runtime cost limit CELSelectorExpressionMaxCost), each evaluation bounded by -eval-timeout; the answer then
+// holds "devices": [{"name", "match", "error"}] in the same order ("error" is the allocator's runtime error).
+//
 // Flags select the feature gates that change the CEL environment; the defaults are those of Kubernetes
 // v1.36 (DRAConsumableCapacity beta and on, DRAListTypeAttributes alpha and off).
 package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	apiservercel "k8s.io/apiserver/pkg/cel"
@@ -32,23 +42,43 @@ const (
 )
 
 type request struct {
-	ID         string `json:"id"`
-	Expression string `json:"expression"`
-	Path       string `json:"path"`
-	Stored     bool   `json:"stored"`
+	ID         string     `json:"id"`
+	Expression string     `json:"expression"`
+	Path       string     `json:"path"`
+	Stored     bool       `json:"stored"`
+	Devices    []deviceIn `json:"devices,omitempty"`
+}
+
+// deviceIn is a ResourceSlice device as the API serves it (attributes and capacity keep their JSON shape).
+type deviceIn struct {
+	Name                     string                                                    `json:"name"`
+	Driver                   string                                                    `json:"driver"`
+	AllowMultipleAllocations *bool                                                     `json:"allowMultipleAllocations,omitempty"`
+	Attributes               map[resourceapi.QualifiedName]resourceapi.DeviceAttribute `json:"attributes,omitempty"`
+	Capacity                 map[resourceapi.QualifiedName]resourceapi.DeviceCapacity  `json:"capacity,omitempty"`
+}
+
+type deviceVerdict struct {
+	Name  string `json:"name"`
+	Match bool   `json:"match"`
+	Error string `json:"error,omitempty"`
 }
 
 type response struct {
-	ID     string `json:"id"`
-	OK     bool   `json:"ok"`
-	Error  string `json:"error,omitempty"`
-	Detail string `json:"detail,omitempty"`
-	Cost   uint64 `json:"cost"`
+	ID      string          `json:"id"`
+	OK      bool            `json:"ok"`
+	Error   string          `json:"error,omitempty"`
+	Detail  string          `json:"detail,omitempty"`
+	Cost    uint64          `json:"cost"`
+	Devices []deviceVerdict `json:"devices,omitempty"`
 }
+
+var evalTimeout = 2 * time.Second
 
 func main() {
 	consumable := flag.Bool("consumable-capacity", true, "enable the DRAConsumableCapacity CEL additions")
 	listTypes := flag.Bool("list-type-attributes", false, "enable the DRAListTypeAttributes CEL additions")
+	flag.DurationVar(&evalTimeout, "eval-timeout", evalTimeout, "the longest one device's evaluation may take")
 	flag.Parse()
 	compiler := dracel.GetCompiler(dracel.Features{
 		EnableConsumableCapacity: *consumable,
@@ -116,7 +146,36 @@ func check(compiler celCompiler, req request) response {
 		return resp
 	}
 	resp.OK = true
+	if len(req.Devices) > 0 {
+		resp.Devices = evaluate(compiler, req)
+	}
 	return resp
+}
+
+// evaluate runs a compiled selector against each device as the allocator does (allocator_stable.go): the
+// stored-expression environment, its runtime cost limit, and the allocator's "CEL runtime error" wording.
+func evaluate(compiler celCompiler, req request) []deviceVerdict {
+	result := compiler.CompileCELExpression(req.Expression, dracel.Options{})
+	out := make([]deviceVerdict, 0, len(req.Devices))
+	for _, d := range req.Devices {
+		v := deviceVerdict{Name: d.Name}
+		if result.Error != nil {
+			v.Error = "CEL compile error: " + result.Error.Error()
+			out = append(out, v)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), evalTimeout)
+		matches, _, err := result.DeviceMatches(ctx, dracel.Device{Driver: d.Driver,
+			AllowMultipleAllocations: d.AllowMultipleAllocations, Attributes: d.Attributes, Capacity: d.Capacity})
+		cancel()
+		if err != nil {
+			v.Error = "CEL runtime error: " + err.Error()
+		} else {
+			v.Match = matches
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 // convert is convertCELErrorToValidationError from the apiserver's resource validation.

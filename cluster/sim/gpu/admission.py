@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cluster import errors
+from cluster import errors, quantity
 from cluster.sim import admission
 from cluster.sim import nodes as nodes_mod
 from cluster.sim.gpu import dra, hoststate, names, topology
@@ -62,9 +62,12 @@ def container_requests(pod: Mapping[str, Any]) -> list[tuple[str, str, int]]:
         for name, qty in sorted(merged.items()):
             if name.startswith("nvidia.com/"):
                 try:
-                    count = int(str(qty))
-                except ValueError:
+                    parsed = quantity.parse(qty)
+                except quantity.QuantityError:
                     continue
+                if not parsed.is_integer:
+                    continue
+                count = int(parsed.value)
                 if count > 0:
                     out.append((c["name"], name, count))
     return out

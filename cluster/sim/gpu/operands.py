@@ -215,12 +215,6 @@ def matches(pod: Mapping[str, Any], st: OperandState) -> bool:
     return bool(cs.get("lastState", {}).get("terminated", {}).get("message") == st.message)
 
 
-def kubectl_status(st: OperandState) -> str:
-    """What ``kubectl get pods`` prints in STATUS for this state (used in ``gpulab gpu-operator status``)."""
-    return {OK: "Running", CRASH: "CrashLoopBackOff", INIT_WAIT: "Init", INIT_CRASH: "Init:CrashLoopBackOff",
-            CREATING: "ContainerCreating"}[st.phase]
-
-
 def operand_of(pod: Mapping[str, Any]) -> str | None:
     """The operand (deploy-label suffix) an operator pod belongs to, from its ``app`` label."""
     app = (pod.get("metadata", {}).get("labels") or {}).get(names.OPERAND_LABEL, "")

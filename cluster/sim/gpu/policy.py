@@ -7,34 +7,13 @@ Defaults are the operator CRD's and Helm chart's (reference section 1 and 3): ev
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, TypedDict
+from typing import Any, Mapping
 
 from cluster.sim.gpu import names
 
 MIG_STRATEGIES = ("none", "single", "mixed")
 DEFAULT_MIG_CONFIG_DEFAULT = "all-disabled"
 DEFAULT_MPS_ROOT = "/run/nvidia/mps"
-
-
-class ConfigRef(TypedDict, total=False):
-    name: str
-    default: str
-
-
-class ComponentSpec(TypedDict, total=False):
-    enabled: bool
-    config: ConfigRef
-
-
-class PolicySpec(TypedDict, total=False):
-    devicePlugin: ComponentSpec
-    gfd: ComponentSpec
-    migManager: ComponentSpec
-    dcgmExporter: ComponentSpec
-    validator: ComponentSpec  # NVIDIA's ValidatorSpec has no ``enabled``: the validator always runs
-    driver: ComponentSpec
-    toolkit: ComponentSpec
-    mig: dict[str, str]
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """Kubernetes resource quantities (``resource.Quantity``): parsing, exact comparison, canonical text.
 
-The apiserver prints quantities in canonical form in its errors (``0.5`` becomes ``"500m"``), so the
-rules need the same formatting to quote what kubectl would show. Values are exact fractions; nothing here
-rounds except the nano-precision round-up that Kubernetes itself applies.
+The one quantity parser of the project (fleets, the simulator, graders and labs all use it). The apiserver
+prints quantities in canonical form in its errors (``0.5`` becomes ``"500m"``), so the rules need the same
+formatting to quote what kubectl would show. Values are exact fractions; nothing here rounds except what
+k8s.io/apimachinery/pkg/api/resource/quantity.go does itself (nano-precision round-up, the BinarySI cap at
+2^63-1); tests/unit/test_lint_quantity.py runs upstream's quantity_test.go tables.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DECIMAL_BY_EXP = {v: k for k, v in _DECIMAL.items()}
 _NANO = Fraction(1, 10**9)
+_MAX_ALLOWED = 2**63 - 1  # quantity.go's maxAllowed: BinarySI values are capped there
+
+__all__ = ["Quantity", "QuantityError", "parse", "parse_text", "canonical", "display", "PATTERN", "FORMAT_ERROR",
+           "SUFFIX_ERROR"]
 
 
 class QuantityError(ValueError):
@@ -76,10 +82,15 @@ def parse_text(text: str) -> Quantity:
     else:
         raise QuantityError(SUFFIX_ERROR)
     # Kubernetes keeps nano precision and rounds anything finer up (away from zero).
+    sign = -1 if value < 0 else 1
+    value = abs(value)
     if (value / _NANO).denominator != 1:
-        nanos = math.ceil(abs(value) / _NANO)
-        value = Fraction(nanos, 10**9) * (1 if value >= 0 else -1)
-    return Quantity(value, fmt)
+        value = Fraction(math.ceil(value / _NANO), 10**9)
+    if fmt == "BinarySI" and value > _MAX_ALLOWED:
+        value = Fraction(_MAX_ALLOWED)
+    if fmt == "BinarySI" and 0 < value < 1:  # quantity.go: "this avoids rounding and hopefully confusion, too"
+        fmt = "DecimalSI"
+    return Quantity(value * sign, fmt)
 
 
 def canonical(q: Quantity) -> str:
@@ -92,15 +103,15 @@ def canonical(q: Quantity) -> str:
             if q.value % unit == 0:
                 name = next(k for k, v in _BINARY.items() if v == power)
                 return f"{q.value // unit}{name}"
-    exponent = 18
-    while exponent > -9 and (q.value / Fraction(10) ** exponent).denominator != 1:
+    exponent = -9
+    while (q.value / Fraction(10) ** exponent).denominator != 1:  # below nano only from arithmetic, not a parse
         exponent -= 3
     mantissa = q.value / Fraction(10) ** exponent
-    # Prefer the largest exponent that still gives an integer mantissa.
-    while exponent < 18 and mantissa % 1000 == 0:
+    # Prefer the largest exponent (a multiple of three) that still gives an integer mantissa.
+    while mantissa % 1000 == 0:
         mantissa /= 1000
         exponent += 3
-    if q.format == "DecimalExponent":
+    if q.format == "DecimalExponent" or exponent not in _DECIMAL_BY_EXP:  # no SI suffix past E or below n
         return f"{mantissa}" if exponent == 0 else f"{mantissa}e{exponent}"
     return f"{mantissa}{_DECIMAL_BY_EXP[exponent]}"
 
