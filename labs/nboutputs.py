@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import json
-import os
 import re
 import tempfile
 import time
@@ -25,6 +25,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from cluster import settings
 
 COURSE = Path(__file__).resolve().parent.parent / "course"
 CELL_TIMEOUT_S = 300
@@ -130,8 +132,8 @@ def missing(name: str, saved: dict[str, Any]) -> list[str]:
     return [f"{name} cell {i}" for i, c in _code_cells(saved) if not c.get("outputs")]
 
 
-def execute(path: Path, workdir: Path, *, timeout: int = CELL_TIMEOUT_S) -> tuple[Any, float]:
-    """Run ``path`` headless in ``workdir``; the kernel inherits this process's environment (the cluster's)."""
+def execute(path: Path, workdir: Path, env: dict[str, str], *, timeout: int = CELL_TIMEOUT_S) -> tuple[Any, float]:
+    """Run ``path`` headless in ``workdir`` with a kernel whose environment is ``env`` (``course_run``)."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -140,7 +142,7 @@ def execute(path: Path, workdir: Path, *, timeout: int = CELL_TIMEOUT_S) -> tupl
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
                             resources={"metadata": {"path": str(workdir)}})
     started = time.monotonic()
-    client.execute()
+    client.execute(env=env)
     return nb, time.monotonic() - started
 
 
@@ -170,36 +172,32 @@ def _clean(output: Any) -> Any:
     return out
 
 
-ENV_KEYS = ("GPULAB_STATE_DIR", "KUBECONFIG", "GPULAB_QUIZ_DB", "GPULAB_LEARNER", "GPULAB_LABS_DIR")
 LEARNER = "notebook-outputs"  # fixed, so quiz shuffles (seeded by learner) repeat
 
 
+def run_settings(root: Path, learner: str = LEARNER) -> settings.Settings:
+    """State root, labs folder and quiz store of one run of the course; the kernels get them as environment."""
+    return dataclasses.replace(settings.current(), state_dir=root / "state", labs_dir=root / "labs",
+                               quiz_db=root / "quiz-answers.sqlite3", learner=learner)
+
+
 @contextlib.contextmanager
-def course_cluster(root: Path | None = None) -> Iterator[Path]:
-    """A started starter-fleet cluster in a private state dir; this process's environment (which kernels inherit)
-    points at it, with a private quiz store and lab folder. Yields the folder notebooks run in."""
-    from cluster import fleet as fleet_mod
+def course_run(root: Path | None = None, learner: str = LEARNER) -> Iterator[tuple[Path, dict[str, str]]]:
+    """(working folder, kernel environment) for running the course in order as a learner would: the first
+    notebook brings the lab cluster up itself (``gpulab("up")``), in a private state root that is purged at the
+    end, with a private quiz store and labs folder."""
     from cluster.backends.local import LocalBackend
-    from cluster.progress import LogProgress
 
     with contextlib.ExitStack() as stack:
         base = root or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gpulab-nb-")))
-        saved = {k: os.environ.get(k) for k in ENV_KEYS}
-        os.environ["GPULAB_STATE_DIR"] = str(base / "state")
-        backend = LocalBackend("gpulab", base / "state")
+        chosen = run_settings(base, learner)
+        env = chosen.environ()
+        env.pop("KUBECONFIG", None)  # the notebooks find the cluster through the state root, not the caller's
         try:
-            backend.up(fleet_mod.load("starter"), LogProgress())
-            os.environ.update({"KUBECONFIG": str(backend.kubeconfig()), "GPULAB_QUIZ_DB": str(base / "quiz.sqlite3"),
-                               "GPULAB_LEARNER": LEARNER, "GPULAB_LABS_DIR": str(base / "labs")})
-            yield base / "work"
+            yield base / "work", env
         finally:
-            backend.down(purge=True)
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+            LocalBackend("gpulab", chosen.state_dir or base / "state").down(purge=True)
 
 
 def notebooks(course: Path = COURSE) -> list[Path]:
-    return sorted(course.glob("[0-9][0-9]*-*.ipynb"))
+    return sorted(course.glob("[0-9][0-9]*-*.ipynb")) if course.is_dir() else []

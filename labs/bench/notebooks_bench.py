@@ -7,14 +7,12 @@ the end. Needs the ``course`` extra (nbclient, nbformat, ipykernel).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import shutil
 import time
 from pathlib import Path
 
-from cluster import errors, settings
-from cluster.backends.local import LocalBackend
+from cluster import errors
+from labs import nboutputs
 from labs.bench.figures import Figure
 
 log = logging.getLogger(__name__)
@@ -24,23 +22,15 @@ TOTAL = "whole course's notebooks executed"
 CELL_TIMEOUT = 600
 
 
-def _settings(root: Path) -> settings.Settings:
-    """State root, labs dir and quiz store of the run; the kernels are given them as their environment."""
-    return dataclasses.replace(settings.current(), state_dir=root / "state", labs_dir=root / "labs",
-                               quiz_db=root / "quiz-answers.sqlite3", learner="bench")
-
-
 def notebooks() -> list[Path]:
-    return sorted(COURSE.glob("*.ipynb")) if COURSE.is_dir() else []
+    return nboutputs.notebooks(COURSE)
 
 
 def run(root: Path, out: list[Figure]) -> None:
-    """Execute every course notebook in order in a copy of ``course/``; figures go to ``out`` as they come.
+    """Execute every course notebook in order (``labs.nboutputs.course_run``); figures go to ``out`` as they come.
 
     Raises ``CourseError`` on the first failing cell (the notebooks before it keep their figures)."""
     try:
-        import nbformat
-        from nbclient import NotebookClient
         from nbclient.exceptions import CellExecutionError
     except ImportError as exc:
         raise errors.CourseError(f"executing notebooks needs the course extra ({exc.name} is missing)",
@@ -48,25 +38,15 @@ def run(root: Path, out: list[Figure]) -> None:
     found = notebooks()
     if not found:
         raise errors.CourseError(f"no notebooks under {COURSE}")
-    work = root / "course"
-    shutil.copytree(COURSE, work, ignore=shutil.ignore_patterns("gpulab-labs", ".ipynb_checkpoints"))
-    run_settings = _settings(root)
-    env = run_settings.environ()
-    try:
+    with nboutputs.course_run(root, learner="bench") as (work, env):
         started = time.monotonic()
         for source in found:
-            nb = nbformat.read(work / source.name, as_version=4)  # type: ignore[no-untyped-call]
-            client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
-                                    resources={"metadata": {"path": str(work)}})
-            t0 = time.monotonic()
             try:
-                client.execute(env=env)
+                nb, took = nboutputs.execute(source, work, env, timeout=CELL_TIMEOUT)
             except CellExecutionError as exc:
                 raise errors.CourseError(f"notebook {source.name} failed: {str(exc).strip()[-600:]}") from exc
-            out.append(Figure(f"notebook {source.name} executed", round(time.monotonic() - t0, 1), "s",
+            out.append(Figure(f"notebook {source.name} executed", round(took, 1), "s",
                               note=f"{sum(c.cell_type == 'code' for c in nb.cells)} code cells"))
         out.append(Figure(TOTAL, round(time.monotonic() - started, 1), "s",
                              note=f"{len(found)} notebooks in order, headless, the first one brings the "
                                   "starter fleet up"))
-    finally:
-        LocalBackend("gpulab", run_settings.state_dir or root / "state").down(purge=True)

@@ -94,14 +94,15 @@ def sources_cmd(lab_ids: tuple[str, ...], course_dir: str | None) -> None:
 @course_group.command("outputs")
 @click.option("--write", is_flag=True, help="Save each cell's outputs into the course notebooks.")
 def outputs_cmd(write: bool) -> None:
-    """Run every course notebook in order on a fresh starter cluster; report (or --write) their saved outputs."""
+    """Run every course notebook in order, as a learner would (the first brings a private cluster up); report where
+    their saved outputs no longer match, or --write them."""
     from labs import nboutputs
 
     drifted: list[nboutputs.Drift] = []
-    with nboutputs.course_cluster() as work:
+    with nboutputs.course_run() as (work, env):
         for path in nboutputs.notebooks():
             try:
-                ran, elapsed = nboutputs.execute(path, work)
+                ran, elapsed = nboutputs.execute(path, work, env)
             except Exception as exc:  # nbclient's CellExecutionError carries the cell and its traceback
                 raise errors.CourseError(f"{path.name}: a cell failed: {str(exc)[-1500:]}",
                                          hint="fix the cell, then run gpulab course outputs again") from exc

@@ -1,8 +1,8 @@
 """Every course notebook executes headless (nbclient) against a real local cluster, in course order, without errors,
 and prints what its saved outputs show (``labs.nboutputs``: ages, UIDs and times masked).
 
-One local control plane with the starter fleet serves the whole module, in a private GPULAB_STATE_DIR; the
-kernels get its KUBECONFIG, a private quiz store and a private lab folder. Quiz and lab cells only render
+The notebooks run in course order, as a learner runs them: the first brings the lab cluster up itself, in a private
+state root (``labs.nboutputs.course_run``), with a private quiz store and lab folder. Quiz and lab cells only render
 widgets, so nothing waits for a person. Besides "no cell raised", each notebook must show what it is for:
 figures as PNGs, and for module notebooks a graded lab report.
 """
@@ -36,12 +36,13 @@ def course_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
     except ImportError:
         require(False, "nbclient is missing; pip install -e '.[course]'")
     require(binaries.cached() is not None, "control-plane binaries are missing; run: gpulab binaries ensure")
-    with nboutputs.course_cluster(tmp_path_factory.mktemp("notebooks")) as work:
-        yield {"workdir": str(work)}
+    with nboutputs.course_run(tmp_path_factory.mktemp("notebooks")) as (work, env):
+        yield {**env, "workdir": str(work)}
 
 
-def execute(path: Path, workdir: Path) -> tuple[Any, float]:
-    return nboutputs.execute(path, workdir, timeout=CELL_TIMEOUT_S)
+def execute(path: Path, env: dict[str, str]) -> tuple[Any, float]:
+    return nboutputs.execute(path, Path(env["workdir"]), {k: v for k, v in env.items() if k != "workdir"},
+                             timeout=CELL_TIMEOUT_S)
 
 
 def outputs(nb: Any, mime: str) -> list[str]:
@@ -67,7 +68,7 @@ def test_notebook_executes_against_the_lab_cluster(name: str, course_env: dict[s
     from nbclient.exceptions import CellExecutionError
 
     try:
-        nb, elapsed = execute(COURSE / name, Path(course_env["workdir"]))
+        nb, elapsed = execute(COURSE / name, course_env)
     except CellExecutionError as exc:
         pytest.fail(f"{name}: a cell failed:\n{str(exc)[-4000:]}")
     print(f"{name}: executed in {elapsed:.0f} s")
