@@ -132,6 +132,12 @@ def record_actions(client: Client, spec: LabSpec) -> list[dict[str, Any]]:
             actions.append({"action": "fault", "node": node, "kind": kind, "gpu": None})
         for gpu in sorted(f.unhealthy):
             actions.append({"action": "fault", "node": node, "kind": "gpu-unhealthy", "gpu": gpu})
+        # A fault the setup injected and the learner repaired (``gpulab fault clear``) is an action too: the
+        # replay starts from the setup, so without it the repaired host would be broken again.
+        for step in spec.setup:
+            if isinstance(step, steps.Fault) and step.node == node and step.present and step.kind != "gpu-unhealthy" \
+                    and step.kind not in f.kinds:
+                actions.append({"action": "fault", "node": node, "kind": step.kind, "gpu": None, "present": False})
     for daemonset in sorted(allowed_restarts(spec)):
         if _restarted(client, daemonset):
             actions.append({"action": "restart", "daemonset": daemonset})
@@ -206,7 +212,9 @@ def validate_actions(spec: LabSpec, actions: Sequence[Mapping[str, Any]]) -> tup
                     gpu is None or (isinstance(gpu, int) and not isinstance(gpu, bool) and 0 <= gpu < 64)):
                 notes.append(f"{where}: lab {spec.id} does not let you set fault {fk!s} on {node!s}; not replayed")
             else:
-                ok.append(Act("fault", f"fault {fk} on {node}", {"node": node, "kind": fk, "gpu": gpu}))
+                present = a.get("present", True) is not False
+                ok.append(Act("fault", f"fault {fk} {'on' if present else 'cleared on'} {node}",
+                              {"node": node, "kind": fk, "gpu": gpu, "present": present}))
         elif kind == "operator":
             installed = a.get("installed")
             if not operator_allowed(spec) or not isinstance(installed, bool):
@@ -408,7 +416,7 @@ def _do(admin: Client, learner: Client, spec: LabSpec, act: Act) -> list[str]:
                 return [f"{act.describe}: the API server refused it: {exc.api_message}"]
     elif act.kind == "fault":
         try:
-            operator.set_fault(admin, d["node"], d["kind"], d["gpu"], True)
+            operator.set_fault(admin, d["node"], d["kind"], d["gpu"], bool(d.get("present", True)))
         except errors.ConfigError as exc:
             return [f"{act.describe}: {'; '.join(exc.problems)}"]
     elif act.kind == "operator":
@@ -454,7 +462,8 @@ def _settle(client: Client, spec: LabSpec, step: steps.Wait) -> None:
     ev = evidence.Evidence({}, (), grading.fleet_facts(spec.fleet), LiveView(client))
     deadline = time.monotonic() + min(step.timeout, WAIT_CAP_S)
     last, quiet_since = "", time.monotonic()
-    pod_wait = isinstance(step.rule, live_checks.PodRule)
+    # A wait for pods to be gone (count 0) is not over when the scheduler has decided: they are still leaving.
+    pod_wait = isinstance(step.rule, live_checks.PodRule) and step.rule.count != 0
     while time.monotonic() < deadline:
         if step.rule.evaluate(ev).passed:
             return
