@@ -1,8 +1,8 @@
 """The check kinds a lab may use, by the key that names them in ``lab.yaml``.
 
 Static kinds (``lint``, ``manifest``, ``answer``) read only the learner's files; cluster kinds (``pod``,
-``node``, ``quota``, ``claim``, ``object``) read a ``graders.ClusterView``, live or an evidence bundle; ``scrape`` and
-``alert`` (``labs.checks.monitoring``) read the learner's monitoring objects and the cluster together.
+``node``, ``quota``, ``claim``, ``object``, ``prediction``) read a ``graders.ClusterView``, live or an evidence bundle;
+``scrape`` and ``alert`` (``labs.checks.monitoring``) read the learner's monitoring objects and the cluster together.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ KINDS: dict[str, Parser] = {
     "quota": live.QuotaRule.parse,
     "claim": live.ClaimRule.parse,
     "object": live.ObjectRule.parse,
+    "prediction": live.PredictionRule.parse,
 }
 
 __all__ = ["KINDS", "Parser"]
