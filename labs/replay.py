@@ -45,6 +45,8 @@ REPLAY_ROLE = "gpulab-replay"
 NAMESPACED_KINDS: dict[str, tuple[str, str]] = {
     "Pod": ("", "pods"), "ConfigMap": ("", "configmaps"), "ResourceQuota": ("", "resourcequotas"),
     "LimitRange": ("", "limitranges"), "Service": ("", "services"), "Deployment": ("apps", "deployments"),
+    "ServiceMonitor": ("monitoring.coreos.com", "servicemonitors"),
+    "PrometheusRule": ("monitoring.coreos.com", "prometheusrules"),
     "ReplicaSet": ("apps", "replicasets"), "Job": ("batch", "jobs"),
     "ResourceClaim": ("resource.k8s.io", "resourceclaims"),
     "ResourceClaimTemplate": ("resource.k8s.io", "resourceclaimtemplates"),
@@ -156,7 +158,8 @@ def solve_actions(spec: LabSpec) -> list[dict[str, Any]]:
                 value = step.patch[top][sub] if sub else step.patch[top]
                 out.append({"action": "policy", "field": dotted, "value": value})
         elif isinstance(step, steps.Fault):
-            out.append({"action": "fault", "node": step.node, "kind": step.kind, "gpu": step.gpu})
+            out.append({"action": "fault", "node": step.node, "kind": step.kind, "gpu": step.gpu,
+                        **({} if step.present else {"present": False})})
         elif isinstance(step, steps.Operator):
             out.append({"action": "operator", "installed": step.installed})
         elif isinstance(step, steps.Restart):

@@ -87,16 +87,17 @@ def test_every_lab_solution_replays_without_notes() -> None:
 
 
 def test_a_recorded_rollout_restart_is_replayed_after_the_fix_it_loads() -> None:
-    """Lab 06's fix needs `kubectl rollout restart` (the plugin reads its ConfigMap only when it starts): the
-    restart is an action the bundle records, replayed where the solution restarts; other DaemonSets are refused."""
+    """Lab 06's MIG fix needs `kubectl rollout restart` (a failed MIG manager tries a label again only in a new
+    pod): the restart is an action the bundle records, replayed where the solution restarts, after the file that
+    frees the GPU; other DaemonSets are refused."""
     spec = labs.get("06-troubleshooting")
-    restart = {"action": "restart", "daemonset": "nvidia-device-plugin-daemonset"}
+    restart = {"action": "restart", "daemonset": "nvidia-mig-manager"}
     assert restart in replay.solve_actions(spec)
     p = replay.plan(spec, solution_files("06-troubleshooting"), replay.solve_actions(spec))
     assert p.notes == ()
     describes = [a.describe for a in p.acts]
-    at = describes.index("rollout restart daemonset/nvidia-device-plugin-daemonset")
-    assert any(d.startswith("apply ConfigMap gpu-operator/") for d in describes[:at])
+    at = describes.index("rollout restart daemonset/nvidia-mig-manager")
+    assert any(d.startswith("apply Deployment lab-06/legacy-infer") for d in describes[:at])
     without = replay.plan(spec, solution_files("06-troubleshooting"),
                           [a for a in replay.solve_actions(spec) if a != restart])
     assert not any(a.kind == "restart" for a in without.acts)
