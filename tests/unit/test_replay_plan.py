@@ -104,3 +104,14 @@ def test_a_recorded_rollout_restart_is_replayed_after_the_fix_it_loads() -> None
     other = replay.plan(spec, {}, [{"action": "restart", "daemonset": "nvidia-dcgm-exporter"}])
     assert not any(a.kind == "restart" for a in other.acts)
     assert any("does not let you restart daemonset nvidia-dcgm-exporter" in n for n in other.notes)
+
+
+def test_a_repaired_host_is_replayed_as_cleared_not_broken_again() -> None:
+    """Lab 06's incident is repaired with `gpulab fault clear`: the replay starts from the setup (fault present),
+    so the clearing is an action of its own, replayed where the solution clears it."""
+    spec = labs.get("06-troubleshooting")
+    cleared = {"action": "fault", "node": "h100-0", "kind": "nouveau-bound", "gpu": None, "present": False}
+    assert cleared in replay.solve_actions(spec)
+    p = replay.plan(spec, solution_files("06-troubleshooting"), replay.solve_actions(spec))
+    faults = [a for a in p.acts if a.kind == "fault"]
+    assert [(a.describe, a.data["present"]) for a in faults] == [("fault nouveau-bound cleared on h100-0", False)]
