@@ -6,10 +6,12 @@ The replay itself, on the grader's cluster, is tested in tests/e2e/test_replay_g
 
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 
 import labs
-from labs import replay
+from labs import replay, steps
 
 LAB = "04a-time-slicing"
 SOLUTION = Path(labs.get(LAB).directory) / "solution"
@@ -87,10 +89,13 @@ def test_every_lab_solution_replays_without_notes() -> None:
 
 
 def test_a_recorded_rollout_restart_is_replayed_after_the_fix_it_loads() -> None:
-    """Lab 06's MIG fix needs `kubectl rollout restart` (a failed MIG manager tries a label again only in a new
-    pod): the restart is an action the bundle records, replayed where the solution restarts, after the file that
-    frees the GPU; other DaemonSets are refused."""
-    spec = labs.get("06-troubleshooting")
+    """A lab whose fix needs `kubectl rollout restart` (the plugin reads its ConfigMap only when it starts; a failed
+    MIG manager tries a label again only in a new pod): the restart is an action the bundle records, replayed where
+    the solution restarts, after the files before it; other DaemonSets are refused. Lab 06 with such a step."""
+    base = labs.get("06-troubleshooting")
+    at_fix = next(i for i, s in enumerate(base.solve) if isinstance(s, steps.Apply) and s.file.endswith("legacy.yaml"))
+    spec = dataclasses.replace(base, solve=(*base.solve[:at_fix + 1], steps.Restart("nvidia-mig-manager"),
+                                            *base.solve[at_fix + 1:]))
     restart = {"action": "restart", "daemonset": "nvidia-mig-manager"}
     assert restart in replay.solve_actions(spec)
     p = replay.plan(spec, solution_files("06-troubleshooting"), replay.solve_actions(spec))
