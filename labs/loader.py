@@ -102,7 +102,7 @@ def _spec(p: Problems, spec: dict[str, Any], lab_id: str, version: int, director
     for i, name in enumerate(lint_files):
         if name not in files:
             p.add(f"spec.lintFiles[{i}]", f"{name!r} is not one of spec.files")
-    ctx = static.LoadContext(files, lint_files, frozenset(r.id for r in RULES))
+    ctx = static.LoadContext(files, lint_files, frozenset(r.id for r in RULES), directory)
     tasks = _tasks(p, spec.get("tasks"), ctx)
     return LabSpec(
         id=lab_id, version=version, title=common.text(p, "spec.title", spec.get("title")), module=str(module),

@@ -25,10 +25,12 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cluster import errors
 from cluster.backends import guard
+from cluster.kube import restmapper
 from cluster.kube.client import Client
 from cluster import gpustack
 from cluster.gpustack import names
@@ -48,6 +50,7 @@ NAMESPACED_KINDS: dict[str, str] = {
     "Pod": "v1", "ConfigMap": "v1", "ResourceQuota": "v1", "LimitRange": "v1", "Service": "v1",
     "Deployment": "apps/v1", "ReplicaSet": "apps/v1", "Job": "batch/v1", "ResourceClaim": "resource.k8s.io/v1",
     "ResourceClaimTemplate": "resource.k8s.io/v1",
+    "ServiceMonitor": "monitoring.coreos.com/v1", "PrometheusRule": "monitoring.coreos.com/v1",
 }
 WAIT_CAP_S = 20.0  # a replayed wait never takes longer than this, whatever the lab's own timeout
 # A wait also ends when nothing it watches has changed for this long: the simulated stack reconciles a node
@@ -132,6 +135,12 @@ def record_actions(client: Client, spec: LabSpec) -> list[dict[str, Any]]:
             actions.append({"action": "fault", "node": node, "kind": kind, "gpu": None})
         for gpu in sorted(f.unhealthy):
             actions.append({"action": "fault", "node": node, "kind": "gpu-unhealthy", "gpu": gpu})
+        # A fault the setup injected and the learner repaired (``gpulab fault clear``) is an action too: the
+        # replay starts from the setup, so without it the repaired host would be broken again.
+        for step in spec.setup:
+            if isinstance(step, steps.Fault) and step.node == node and step.present and step.kind != "gpu-unhealthy" \
+                    and step.kind not in f.kinds:
+                actions.append({"action": "fault", "node": node, "kind": step.kind, "gpu": None, "present": False})
     for daemonset in sorted(allowed_restarts(spec)):
         if _restarted(client, daemonset):
             actions.append({"action": "restart", "daemonset": daemonset})
@@ -150,7 +159,8 @@ def solve_actions(spec: LabSpec) -> list[dict[str, Any]]:
                 value = step.patch[top][sub] if sub else step.patch[top]
                 out.append({"action": "policy", "field": dotted, "value": value})
         elif isinstance(step, steps.Fault):
-            out.append({"action": "fault", "node": step.node, "kind": step.kind, "gpu": step.gpu})
+            out.append({"action": "fault", "node": step.node, "kind": step.kind, "gpu": step.gpu,
+                        **({} if step.present else {"present": False})})
         elif isinstance(step, steps.Operator):
             out.append({"action": "operator", "installed": step.installed})
         elif isinstance(step, steps.Restart):
@@ -207,8 +217,10 @@ def validate_actions(spec: LabSpec, actions: Sequence[Mapping[str, Any]]) -> tup
                 notes.append(f"{where}: lab {spec.id} does not let you set fault {fk!s} on {node!s}; not replayed")
             else:
                 # the GPU is part of the name: two broken GPUs of one node are two actions, not a repeat
-                ok.append(Act("fault", f"fault {fk} on {node}" + ("" if gpu is None else f" GPU {gpu}"),
-                              {"node": node, "kind": fk, "gpu": gpu}))
+                present = a.get("present", True) is not False
+                ok.append(Act("fault", f"fault {fk} {'on' if present else 'cleared on'} {node}"
+                              + ("" if gpu is None else f" GPU {gpu}"),
+                              {"node": node, "kind": fk, "gpu": gpu, "present": present}))
         elif kind == "operator":
             installed = a.get("installed")
             if not operator_allowed(spec) or not isinstance(installed, bool):
@@ -327,11 +339,16 @@ def _group(api_version: str) -> str:
     return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
 
 
-def ensure_rbac(client: Client, namespaces: Sequence[str]) -> None:
-    """The replay user's role: workload kinds in the lab's namespaces, nothing cluster-wide."""
+def ensure_rbac(client: Client, namespaces: Sequence[str], crd_files: Sequence[Path] = ()) -> None:
+    """The replay user's role: workload kinds in the lab's namespaces, nothing cluster-wide. A kind from a CRD
+    the lab's setup has just installed is named as that CRD names it (discovery may not serve it yet); a kind
+    neither served nor defined there cannot be created anyway and is left out."""
     rules: dict[str, list[str]] = {}
+    defined = restmapper.crd_kinds(crd_files)
     for kind, api_version in NAMESPACED_KINDS.items():
-        rules.setdefault(_group(api_version), []).append(client.mapper.mapping(api_version, kind).resource)
+        found = defined.get(api_version, {}).get(kind) or client.mapper.lookup(api_version, kind)
+        if found is not None:
+            rules.setdefault(_group(api_version), []).append(found.resource)
     role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": REPLAY_ROLE},
             "rules": [{"apiGroups": [g], "resources": sorted(r), "verbs": ["get", "list", "watch", "create", "update",
                                                                           "patch", "delete"]} for g, r in rules.items()]}
@@ -366,7 +383,7 @@ def reset(client: Client, spec: LabSpec) -> None:
     ctx = steps.StepContext(client, spec.directory, grading.fleet_facts(spec.fleet), owner)
     for step in spec.setup:
         step.run(ctx)
-    ensure_rbac(client, spec.scope.namespaces)
+    ensure_rbac(client, spec.scope.namespaces, sorted((spec.directory / "setup").glob("*.y*ml")))
 
 
 def run(client: Client, spec: LabSpec, the_plan: Plan) -> Replayed:
@@ -414,7 +431,7 @@ def _do(admin: Client, learner: Client, spec: LabSpec, act: Act) -> list[str]:
                 return [f"{act.describe}: the API server refused it: {exc.api_message}"]
     elif act.kind == "fault":
         try:
-            gpustack.set_fault(admin, d["node"], d["kind"], d["gpu"], True)
+            gpustack.set_fault(admin, d["node"], d["kind"], d["gpu"], bool(d.get("present", True)))
         except errors.ConfigError as exc:
             return [f"{act.describe}: {'; '.join(exc.problems)}"]
     elif act.kind == "operator":
@@ -460,7 +477,8 @@ def _settle(client: Client, spec: LabSpec, step: steps.Wait) -> None:
     ev = evidence.Evidence({}, (), grading.fleet_facts(spec.fleet), LiveView(client))
     deadline = time.monotonic() + min(step.timeout, WAIT_CAP_S)
     last, quiet_since = "", time.monotonic()
-    pod_wait = isinstance(step.rule, live_checks.PodRule)
+    # A wait for pods to be gone (count 0) is not over when the scheduler has decided: they are still leaving.
+    pod_wait = isinstance(step.rule, live_checks.PodRule) and step.rule.count != 0
     while time.monotonic() < deadline:
         if step.rule.evaluate(ev).passed:
             return

@@ -120,7 +120,7 @@ def _recorded_kinds() -> dict[str, dict[str, Mapping]]:
 
 @lru_cache(maxsize=1)
 def _our_crd_kinds() -> dict[str, dict[str, Mapping]]:
-    return _crd_kinds(sorted(_CRD_DIR.glob("*.yaml")))
+    return crd_kinds(sorted(_CRD_DIR.glob("*.yaml")))
 
 
 def _from_our_crds(group_version: str) -> MappingT[str, Any] | None:
@@ -132,7 +132,7 @@ def _from_our_crds(group_version: str) -> MappingT[str, Any] | None:
     return {"resources": [{"name": m.resource, "kind": m.kind, "namespaced": m.namespaced} for m in kinds.values()]}
 
 
-def _crd_kinds(files: Iterable[Path]) -> dict[str, dict[str, Mapping]]:
+def crd_kinds(files: Iterable[Path]) -> dict[str, dict[str, Mapping]]:
     import yaml
 
     loader: Any = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader  # the CRD is 118 kB: libyaml when present

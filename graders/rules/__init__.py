@@ -27,8 +27,10 @@ from graders.rules import (
     mig_parted,
     node_selection,
     priority,
+    prometheus_rule,
     resource_names,
     resource_quota,
+    service_monitor,
     tolerations,
     topology_manager,
     yaml_input,
@@ -55,6 +57,8 @@ _MODULES: tuple[ModuleType, ...] = (
     dra_shape,
     dra_cel,
     topology_manager,
+    service_monitor,
+    prometheus_rule,
 )
 
 

@@ -35,6 +35,8 @@ SERVED: Mapping[str, tuple[str, ...]] = {
     "KubeletConfiguration": ("kubelet.config.k8s.io/v1beta1",),
     "ClusterPolicy": ("nvidia.com/v1",),
     "NVIDIADriver": ("nvidia.com/v1alpha1",),
+    "ServiceMonitor": ("monitoring.coreos.com/v1",),
+    "PrometheusRule": ("monitoring.coreos.com/v1",),
 }
 
 

@@ -1,7 +1,8 @@
 """The check kinds a lab may use, by the key that names them in ``lab.yaml``.
 
 Static kinds (``lint``, ``manifest``, ``answer``) read only the learner's files; cluster kinds (``pod``,
-``node``, ``quota``, ``claim``, ``object``, ``prediction``) read a ``graders.ClusterView``, live or an evidence bundle.
+``node``, ``quota``, ``claim``, ``object``, ``prediction``) read a ``graders.ClusterView``, live or an evidence bundle;
+``scrape`` and ``alert`` (``labs.checks.monitoring``) read the learner's monitoring objects and the cluster together.
 """
 
 from __future__ import annotations
@@ -9,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from labs.checks import live, static
+from labs.checks import live, monitoring, static
 from labs.spec import Problems, Rule
 
 Parser = Callable[[Problems, str, dict[str, Any], static.LoadContext], Rule]
 
 KINDS: dict[str, Parser] = {
+    "scrape": monitoring.ScrapeRule.parse,
+    "alert": monitoring.AlertRule.parse,
     "lint": static.LintRule.parse,
     "manifest": static.ManifestRule.parse,
     "answer": static.AnswerRule.parse,

@@ -221,28 +221,38 @@ class QuotaRule:
 
 @dataclass(frozen=True)
 class ClaimRule:
-    """A ResourceClaim is allocated (``graders.live.claim_allocated``), optionally on ``node``, with ``count`` devices."""
+    """A ResourceClaim is allocated (``graders.live.claim_allocated``), optionally on ``node``, with ``count`` devices.
+    The claim is named (``name``), or it is the one pod ``pod`` holds (``podClaim``: the pod's claim entry), which is
+    how a claim made from a ResourceClaimTemplate is found: its name is generated."""
 
     namespace: str
     name: str
     node: str | None
     count: int | None
+    pod: str = ""
+    pod_claim: str | None = None
     cluster = True
 
     @classmethod
     def parse(cls, p: Problems, where: str, raw: dict[str, Any], _ctx: object) -> ClaimRule:
-        p.unknown(where, raw, ("namespace", "name", "node", "count"))
+        p.unknown(where, raw, ("namespace", "name", "pod", "podClaim", "node", "count"))
         count = raw.get("count")
         if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
             p.add(f"{where}.count", "must be a whole number >= 1")
             count = None
         node = common.text(p, f"{where}.node", raw.get("node"), required=False) or None
-        return cls(common.text(p, f"{where}.namespace", raw.get("namespace")),
-                   common.text(p, f"{where}.name", raw.get("name")), node, count)
+        name = common.text(p, f"{where}.name", raw.get("name"), required=False)
+        pod = common.text(p, f"{where}.pod", raw.get("pod"), required=False)
+        pod_claim = common.text(p, f"{where}.podClaim", raw.get("podClaim"), required=False) or None
+        if bool(name) == bool(pod):
+            p.add(where, "name the claim (name) or the pod that holds it (pod), not both")
+        if pod_claim and not pod:
+            p.add(f"{where}.podClaim", "only with pod")
+        return cls(common.text(p, f"{where}.namespace", raw.get("namespace")), name, node, count, pod, pod_claim)
 
     def evaluate(self, ev: evidence.Evidence) -> Outcome:
-        return _from(live.claim_allocated(_view(ev), self.namespace, claim=self.name, node=self.node,
-                                          count=self.count))
+        return _from(live.claim_allocated(_view(ev), self.namespace, claim=self.name or None, pod=self.pod or None,
+                                          pod_claim=self.pod_claim, node=self.node, count=self.count))
 
 
 _GETTERS: dict[str, Callable[[ClusterView, str, str], Any]] = {

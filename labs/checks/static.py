@@ -8,6 +8,7 @@ checks never print the expected answer.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from graders import Finding, Severity, source
@@ -25,6 +26,7 @@ class LoadContext:
     files: tuple[str, ...]
     lint_files: tuple[str, ...]
     rule_ids: frozenset[str]
+    directory: Path | None = None  # the lab's folder, for checks that read a file of its own (setup/...)
 
 
 def _file(p: Problems, where: str, value: Any, ctx: LoadContext) -> str:

@@ -19,7 +19,6 @@ NOT_YET: dict[str, str] = {
     "04b-operator-time-slicing": "27 % answers",
     "04c-per-node-sharing": "21 % answers",
     "04d-mig": "30 % answers",
-    "06-troubleshooting": "40 % answers",
 }
 
 POD = """apiVersion: v1

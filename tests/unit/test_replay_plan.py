@@ -6,10 +6,12 @@ The replay itself, on the grader's cluster, is tested in tests/e2e/test_replay_g
 
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 
 import labs
-from labs import replay
+from labs import replay, steps
 
 LAB = "04a-time-slicing"
 SOLUTION = Path(labs.get(LAB).directory) / "solution"
@@ -87,16 +89,20 @@ def test_every_lab_solution_replays_without_notes() -> None:
 
 
 def test_a_recorded_rollout_restart_is_replayed_after_the_fix_it_loads() -> None:
-    """Lab 06's fix needs `kubectl rollout restart` (the plugin reads its ConfigMap only when it starts): the
-    restart is an action the bundle records, replayed where the solution restarts; other DaemonSets are refused."""
-    spec = labs.get("06-troubleshooting")
-    restart = {"action": "restart", "daemonset": "nvidia-device-plugin-daemonset"}
+    """A lab whose fix needs `kubectl rollout restart` (the plugin reads its ConfigMap only when it starts; a failed
+    MIG manager tries a label again only in a new pod): the restart is an action the bundle records, replayed where
+    the solution restarts, after the files before it; other DaemonSets are refused. Lab 06 with such a step."""
+    base = labs.get("06-troubleshooting")
+    at_fix = next(i for i, s in enumerate(base.solve) if isinstance(s, steps.Apply) and s.file.endswith("legacy.yaml"))
+    spec = dataclasses.replace(base, solve=(*base.solve[:at_fix + 1], steps.Restart("nvidia-mig-manager"),
+                                            *base.solve[at_fix + 1:]))
+    restart = {"action": "restart", "daemonset": "nvidia-mig-manager"}
     assert restart in replay.solve_actions(spec)
     p = replay.plan(spec, solution_files("06-troubleshooting"), replay.solve_actions(spec))
     assert p.notes == ()
     describes = [a.describe for a in p.acts]
-    at = describes.index("rollout restart daemonset/nvidia-device-plugin-daemonset")
-    assert any(d.startswith("apply ConfigMap gpu-operator/") for d in describes[:at])
+    at = describes.index("rollout restart daemonset/nvidia-mig-manager")
+    assert any(d.startswith("apply Deployment lab-06/legacy-infer") for d in describes[:at])
     without = replay.plan(spec, solution_files("06-troubleshooting"),
                           [a for a in replay.solve_actions(spec) if a != restart])
     assert not any(a.kind == "restart" for a in without.acts)
@@ -111,3 +117,14 @@ def test_two_broken_gpus_of_one_node_are_two_faults_and_a_repeat_is_one() -> Non
     actions = [{"action": "fault", "node": "h100-0", "kind": "gpu-unhealthy", "gpu": g} for g in (3, 6, 6)]
     acts, notes = replay.validate_actions(spec, actions)
     assert [a.data["gpu"] for a in acts if a.kind == "fault"] == [3, 6] and not notes
+
+
+def test_a_repaired_host_is_replayed_as_cleared_not_broken_again() -> None:
+    """Lab 06's incident is repaired with `gpulab fault clear`: the replay starts from the setup (fault present),
+    so the clearing is an action of its own, replayed where the solution clears it."""
+    spec = labs.get("06-troubleshooting")
+    cleared = {"action": "fault", "node": "h100-0", "kind": "nouveau-bound", "gpu": None, "present": False}
+    assert cleared in replay.solve_actions(spec)
+    p = replay.plan(spec, solution_files("06-troubleshooting"), replay.solve_actions(spec))
+    faults = [a for a in p.acts if a.kind == "fault"]
+    assert [(a.describe, a.data["present"]) for a in faults] == [("fault nouveau-bound cleared on h100-0", False)]
