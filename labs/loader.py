@@ -23,6 +23,10 @@ from labs.checks import common, static
 from labs.spec import API_VERSION, KIND, OPERATOR_STATES, CheckSpec, LabSpec, ObjectRef, Problems, Scope, Task
 
 ID_PATTERN = re.compile(r"^[0-9]{2}[a-z]?-[a-z0-9]+(-[a-z0-9]+)*$")
+# The course modules a lab belongs to: one per course section, plus the capstone, which combines them (it has
+# no static rules or quiz bank of its own, so it is not a section).
+CAPSTONE = "capstone"
+MODULES: tuple[str, ...] = (*findings.SECTIONS, CAPSTONE)
 _CHECK_ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _TOP = ("apiVersion", "kind", "metadata", "spec")
 _SPEC = ("title", "module", "summary", "fleet", "files", "lintFiles", "scope", "setup", "solve", "tasks")
@@ -88,8 +92,8 @@ def _lab(p: Problems, raw: Any, directory: Path) -> LabSpec | None:
 
 def _spec(p: Problems, spec: dict[str, Any], lab_id: str, version: int, directory: Path) -> LabSpec:
     module = spec.get("module")
-    if module not in findings.SECTIONS:
-        p.add("spec.module", f"must be one of the course sections {', '.join(findings.SECTIONS)}")
+    if module not in MODULES:
+        p.add("spec.module", f"must be one of the course modules {', '.join(MODULES)}")
     fleet = spec.get("fleet", "starter")
     if fleet not in fleet_mod.builtin_names():
         p.add("spec.fleet", f"must be a built-in fleet ({', '.join(fleet_mod.builtin_names())})")

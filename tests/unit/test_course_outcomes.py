@@ -38,7 +38,9 @@ MODULES = {
     "05-dra": "dra",
     "06-troubleshooting-operations": "operations",
 }
-NOTEBOOKS = ("00-start-here", *MODULES)
+# The capstone combines the modules: a notebook and a lab of its own, no quiz bank or static-rule section.
+CAPSTONE = {"07-capstone": "capstone"}
+NOTEBOOKS = ("00-start-here", *MODULES, *CAPSTONE)
 KINDS = ("outcome", "task", "topic")
 ENTRY_KEYS = {"id", "kind", "text", "notebook", "sections", "quiz", "labChecks", "labReset", "note"}
 # What a notebook may import from the project: the public API only.
@@ -216,10 +218,11 @@ def test_module_has_outcomes_quizzes_and_its_labs(name: str, section: str) -> No
 
 
 def test_every_lab_is_started_by_its_module_notebook() -> None:
-    code = {n: "\n".join(c.source for c in notebook(n).cells if c.cell_type == "code") for n in MODULES}
+    courses = {**MODULES, **CAPSTONE}
+    code = {n: "\n".join(c.source for c in notebook(n).cells if c.cell_type == "code") for n in courses}
     for lab_id in labs.list_labs():
         owners = [n for n, src in code.items() if f'labs.start("{lab_id}")' in src]
-        assert owners == [n for n, s in MODULES.items() if s == labs.get(lab_id).module], lab_id
+        assert owners == [n for n, s in courses.items() if s == labs.get(lab_id).module], lab_id
 
 
 def test_module_titles_match_the_section_titles_the_graders_cite() -> None:
