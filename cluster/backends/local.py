@@ -31,8 +31,26 @@ from cluster.supervisor import ProcessSpec, Supervisor, free_port
 log = logging.getLogger(__name__)
 
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
-AGENTS = ("node-agent", "pod-agent", "gpu-stack")
-STARTED_FIRST = ("etcd", "kube-apiserver", "node-agent")
+AGENTS = ("sim-agents",)
+# The agents' separate processes of older gpulab versions: stopped by `up` and `down` of a cluster they still run in.
+OLD_AGENTS = ("node-agent", "pod-agent", "gpu-stack")
+STARTED_FIRST = ("etcd", "kube-apiserver", "sim-agents")
+# The controller manager's controllers that labs need: all on-by-default ones but those of volumes, services'
+# endpoints, autoscaling, certificate signing requests and storage versions, which no lab uses and some of which
+# poll while idle (the attach-detach reconciler every 100 ms, the autoscaler every 15 s). Names:
+# `kube-controller-manager --help`, --controllers.
+KCM_CONTROLLERS = ("*", *(f"-{c}-controller" for c in (
+    "persistentvolume-attach-detach", "persistentvolume-binder", "persistentvolume-expander",
+    "persistentvolume-protection", "persistentvolumeclaim-protection", "ephemeral-volume",
+    "volumeattributesclass-protection", "endpoints", "endpointslice", "endpointslice-mirroring",
+    "horizontal-pod-autoscaler", "ttl", "certificatesigningrequest-approving", "certificatesigningrequest-cleaner",
+    "certificatesigningrequest-signing", "podcertificaterequest-cleaner",
+    "kube-apiserver-serving-clustertrustbundle-publisher", "legacy-serviceaccount-token-cleaner",
+    "storage-version-migrator", "storageversion-garbage-collector", "validatingadmissionpolicy-status")))
+# The Go runtime of the control-plane programs collects garbage when the heap has grown by half since the last
+# collection instead of doubled (https://go.dev/doc/gc-guide, GOGC): a smaller resident set for an idle lab
+# cluster, at a CPU cost that is small while it is idle.
+GO_ENV = (("GOGC", "50"),)
 MIN_FREE_FRESH_MIB = 160  # etcd's first WAL segment (64 MiB) and snapshot, PKI, logs, with room to grow
 MIN_FREE_MIB = 16  # a restart writes state.json, kubeconfigs and logs; etcd reuses its preallocated WAL
 CERT_WARNING = 86400.0  # `status` reports certificates that expire within a day
@@ -148,7 +166,7 @@ class LocalBackend(StateDir):
                 "--client-cert-auth=true", f"--trusted-ca-file={pki.etcd_ca_cert}",
                 f"--peer-cert-file={pki.cert('etcd-peer')}", f"--peer-key-file={pki.key('etcd-peer')}",
                 "--peer-client-cert-auth=true", f"--peer-trusted-ca-file={pki.etcd_ca_cert}",
-            )),
+            ), GO_ENV),
             "kube-apiserver": ProcessSpec("kube-apiserver", (
                 str(bins.path("kube-apiserver")), "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
                 f"--secure-port={ports['apiserver']}", f"--etcd-servers={etcd_url}",
@@ -164,7 +182,12 @@ class LocalBackend(StateDir):
                 f"--kubelet-client-key={pki.client_key('apiserver-kubelet-client')}",
                 "--authorization-mode=Node,RBAC", "--allow-privileged=true", "--profiling=false",
                 "--enable-admission-plugins=NodeRestriction", "--event-ttl=2h", "--v=1",
-            )),
+                # Idle cost (issue 17): no per-resource object counts and database size polled from etcd for
+                # metrics (one etcd request per resource type a minute); 0 disables both
+                # (k8s.io/apiserver pkg/server/options/etcd.go). List requests then get the minimum
+                # priority-and-fairness seats, which is all a lab cluster's lists need.
+                "--etcd-count-metric-poll-period=0", "--etcd-db-metric-poll-interval=0",
+            ), GO_ENV),
             "kube-controller-manager": ProcessSpec("kube-controller-manager", (
                 str(bins.path("kube-controller-manager")), f"--kubeconfig={self._kc('controller-manager')}",
                 f"--authentication-kubeconfig={self._kc('controller-manager')}",
@@ -179,24 +202,19 @@ class LocalBackend(StateDir):
                 # yet (upstream race); only the periodic full recount repairs it, by default after 5 minutes.
                 "--resource-quota-sync-period=15s",
                 f"--node-monitor-grace-period={grace}s", "--profiling=false", allow, "--v=1",
-            )),
+                f"--controllers={','.join(KCM_CONTROLLERS)}",
+            ), GO_ENV),
             "kube-scheduler": ProcessSpec("kube-scheduler", (
                 str(bins.path("kube-scheduler")), f"--config={self._scheduler_config()}",
                 f"--authentication-kubeconfig={self._kc('scheduler')}",
                 f"--authorization-kubeconfig={self._kc('scheduler')}",
                 "--bind-address=127.0.0.1", f"--secure-port={ports['scheduler']}",
                 "--profiling=false", allow, "--v=1",
-            )),
-            "node-agent": ProcessSpec("node-agent", (
-                sys.executable, "-m", "cluster.sim.node_agent", f"--kubeconfig={self._kc('agent')}",
+            ), GO_ENV),
+            # The node agent, the pod agent and the GPU stack share one Python process (cluster/sim/agents.py).
+            "sim-agents": ProcessSpec("sim-agents", (
+                sys.executable, "-m", "cluster.sim.agents", f"--kubeconfig={self._kc('agent')}",
                 f"--fleet={d / 'fleet.yaml'}", f"--lease-seconds={grace}", f"--renew-every={renew}",
-            )),
-            "pod-agent": ProcessSpec("pod-agent", (
-                sys.executable, "-m", "cluster.sim.pod_agent", f"--kubeconfig={self._kc('agent')}",
-                f"--device-checkpoint={d / 'kubelet' / 'device-checkpoint.json'}",
-            )),
-            "gpu-stack": ProcessSpec("gpu-stack", (
-                sys.executable, "-m", "cluster.sim.gpu.stack", f"--kubeconfig={self._kc('agent')}",
                 f"--device-checkpoint={d / 'kubelet' / 'device-checkpoint.json'}",
             )),
             **{spec.name: spec for spec in self.extra_agents},
@@ -282,12 +300,14 @@ class LocalBackend(StateDir):
                      kubernetes=versions.KUBERNETES_VERSION)
         self._save(state)
         specs = self._specs(bins, pki, ports, fl.node_count)
+        for old in OLD_AGENTS:
+            self.sup.stop(old)
         seeded = not (self.dir / "etcd").exists() and self._step_seed(bins, prog)
         prog.start("starting the control plane", len(specs))
         # Start-up order is tuned for two cores, where every program's own start-up work competes with the API
-        # server's: only etcd, the API server and the node agent (which must register the nodes the moment the
-        # API server is ready) start at once; the controller manager when the API server is ready (it would
-        # otherwise poll for it only once a second); the scheduler and the other agents once the nodes are Ready.
+        # server's: only etcd, the API server and the agents (whose node agent must register the nodes the moment
+        # the API server is ready) start at once; the controller manager when the API server is ready (it would
+        # otherwise poll for it only once a second); the scheduler once the nodes are Ready.
         for name in STARTED_FIRST:
             self.sup.start(specs[name])
         self._wait_api_ready(ports, pki, prog)
@@ -309,7 +329,8 @@ class LocalBackend(StateDir):
         return self.status()
 
     def _all_components(self) -> list[str]:
-        return [s.name for s in self.extra_agents] + list(reversed(AGENTS)) + list(reversed(CONTROL_PLANE))
+        return [s.name for s in self.extra_agents] + list(OLD_AGENTS) + list(reversed(AGENTS)) + \
+            list(reversed(CONTROL_PLANE))
 
     def _step_restart_for_renewed(self, pki: pki_mod.Pki) -> None:
         """Running components read their certificates at start: after a renewal they are restarted (once every
