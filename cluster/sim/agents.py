@@ -21,8 +21,10 @@ from pathlib import Path
 from cluster import fleet as fleet_mod
 from cluster.kube import kubeconfig
 from cluster.kube.client import AsyncClient
-from cluster.sim import admission, checkpoint, node_agent, pod_agent, runner
-from cluster.sim.gpu import stack
+from cluster.sim import node_agent, runner
+
+# The pod agent's and the GPU stack's modules (the GPU stack imports most of cluster.gpu) are imported once the
+# nodes are registered: on two cores their import time would otherwise delay every node's registration.
 
 log = logging.getLogger("gpulab.agents")
 
@@ -34,7 +36,9 @@ async def _main(args: argparse.Namespace) -> None:
     await runner.retry_until_api(node_client)
     nodes = node_agent.NodeAgent(node_client, fleet_mod.load(args.fleet), args.lease_seconds, args.renew_every)
     await nodes.register_all()
-    pods = pod_agent.PodAgent(AsyncClient(conn), admission.load_hooks(args.hooks),
+    from cluster.sim import admission, checkpoint, pod_agent
+    from cluster.sim.gpu import stack
+    pods = pod_agent.PodAgent(AsyncClient(conn), admission.load_hooks(args.hooks or pod_agent.DEFAULT_HOOKS),
                               checkpoint.DeviceCheckpoint(device_checkpoint))
     gpus = stack.Stack(AsyncClient(conn, max_connections=48), device_checkpoint)
     await asyncio.gather(nodes.keep_ready(), pods.run(), gpus.run())
@@ -46,8 +50,9 @@ def main() -> None:
     parser.add_argument("--fleet", required=True)
     parser.add_argument("--lease-seconds", type=int, default=40)
     parser.add_argument("--renew-every", type=float, default=10.0)
-    parser.add_argument("--hooks", default=pod_agent.DEFAULT_HOOKS,
-                        help="comma-separated module:function admission hooks of the pod agent")
+    parser.add_argument("--hooks", default=None,
+                        help="comma-separated module:function admission hooks of the pod agent (default: as "
+                        "cluster.sim.pod_agent)")
     parser.add_argument("--device-checkpoint", default="",
                         help="the device-manager checkpoint file (default: kept in memory only)")
     runner.run(_main(parser.parse_args()))

@@ -43,6 +43,7 @@ class ProcessIdle:
     name: str
     rss_mib: float
     millicores: float
+    private_mib: float = 0.0  # RssAnon: the part that is not code or data mapped from files (shared between learners)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,10 @@ class IdleCluster:
     def millicores(self) -> float:
         return sum(p.millicores for p in self.processes)
 
+    @property
+    def private_mib(self) -> float:
+        return sum(p.private_mib for p in self.processes)
+
 
 def _cpu_ticks(pid: int) -> int | None:
     """utime + stime of a process, in clock ticks (fields 14 and 15 of /proc/<pid>/stat)."""
@@ -72,10 +77,13 @@ def _cpu_ticks(pid: int) -> int | None:
         return None
 
 
-def _rss_mib(pid: int) -> float | None:
+def _memory_mib(pid: int) -> tuple[float, float] | None:
+    """(VmRSS, RssAnon) of a process in MiB, from /proc/<pid>/status."""
     try:
-        return float(psutil.Process(pid).memory_info().rss) / (1024 * 1024)
-    except psutil.Error:
+        fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                      if ":" in line)
+        return int(fields["VmRSS"].split()[0]) / 1024, int(fields["RssAnon"].split()[0]) / 1024
+    except (OSError, KeyError, ValueError, IndexError):
         return None
 
 
@@ -90,10 +98,11 @@ def measure_idle(pids: dict[str, int], window: float = 60.0,
     elapsed = time.monotonic() - t0
     out = []
     for name, pid in pids.items():
-        start, end, rss = before[name], _cpu_ticks(pid), _rss_mib(pid)
-        if start is None or end is None or rss is None:
+        start, end, memory = before[name], _cpu_ticks(pid), _memory_mib(pid)
+        if start is None or end is None or memory is None:
             continue
-        out.append(ProcessIdle(name, round(rss, 1), round((end - start) / tick / elapsed * 1000, 1)))
+        out.append(ProcessIdle(name, round(memory[0], 1), round((end - start) / tick / elapsed * 1000, 1),
+                               round(memory[1], 1)))
     return IdleCluster(tuple(out), elapsed)
 
 
@@ -170,6 +179,7 @@ def figures(runs: Sequence[IdleCluster], cores: int | None = None, memory_gib: f
     cores = cores or os.cpu_count() or 1
     memory_gib = memory_gib or host_memory_gib()
     rss = Spread.of([r.rss_mib for r in runs])
+    private = Spread.of([r.private_mib for r in runs])
     cpu = Spread.of([r.millicores for r in runs])
     parts = per_component(runs)
     window = statistics.median([r.window for r in runs])
@@ -181,15 +191,18 @@ def figures(runs: Sequence[IdleCluster], cores: int | None = None, memory_gib: f
     where = f"course/class/{values_file.name}"
     return [
         Figure(RSS_FIGURE, round(rss.median, 1), "MiB", IDLE_RSS_TARGET_MIB,
-               note=f"{how}: {rss.text('MiB')}; per process (median MiB): {rss_parts}"),
+               note=f"{how}: {rss.text('MiB')}; per process (median MiB): {rss_parts}; of which private (RssAnon, "
+                    f"not shared with other learners' clusters through the page cache): {private.text('MiB')}"),
         Figure(CPU_FIGURE, round(cpu.median, 1), "millicores",
                IDLE_CPU_TARGET_MILLICORES,
                note=f"{how}: {cpu.text('m')}; per process (median m): {cpu_parts}"),
         Figure("idle learners per core of this host", round(1000 / max(cpu.median, 0.1), 1), "learners",
                note=f"{cores} cores here: {cores * 1000 / max(cpu.median, 0.1):.0f} idle lab clusters by CPU alone"),
         Figure("idle learners per GiB of this host", round(1024 / (rss.median + JUPYTER_RSS_MIB), 2), "learners",
-               note=f"lab cluster plus ~{JUPYTER_RSS_MIB:.0f} MiB for the Jupyter server and a kernel; "
-                    f"{memory_gib:.1f} GiB here: {memory_gib * 1024 / (rss.median + JUPYTER_RSS_MIB):.0f} learners"),
+               note=f"lab cluster RSS plus ~{JUPYTER_RSS_MIB:.0f} MiB for the Jupyter server and a kernel; "
+                    f"{memory_gib:.1f} GiB here: {memory_gib * 1024 / (rss.median + JUPYTER_RSS_MIB):.0f} learners "
+                    f"(counting only the clusters' private memory, {private.median:g} MiB each: "
+                    f"{memory_gib * 1024 / (private.median + JUPYTER_RSS_MIB):.0f})"),
         Figure(f"per-learner memory guarantee in {where}", None if used is None else used.memory_guarantee_mib, "MiB",
                note=_requests_note(used, req, "memory") if used else f"{values_file} not found or sets no "
                                                                        "singleuser.memory"),
