@@ -13,13 +13,12 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from cluster import errors
 from cluster.kube import kubeconfig
 
 if TYPE_CHECKING:
     import aiohttp
+    import httpx
 
 JSON = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
@@ -104,6 +103,7 @@ class Client:
         """``impersonate``: (user, groups) every request is made as (needs the impersonate verb)."""
         self.conn = conn
         self.kubeconfig: Path | None = None  # the file it was read from, when there is one (who owns the cluster)
+        import httpx  # imported here, as aiohttp in AsyncClient: the agents use only AsyncClient (~6 MiB less)
         self._http = httpx.Client(base_url=conn.server, verify=_ssl_context(conn),
                                   headers=httpx.Headers(_headers(conn, impersonate)),
                                   timeout=httpx.Timeout(timeout, connect=5.0))
@@ -127,6 +127,7 @@ class Client:
                 content_type: str = "application/json") -> JSON:
         content = None if body is None else (body if isinstance(body, (str, bytes)) else json.dumps(body))
         headers = {"Content-Type": content_type} if body is not None else {}
+        import httpx
         try:
             resp = self._http.request(method, path, content=content, params=params, headers=headers)
         except httpx.TransportError as exc:
@@ -167,6 +168,7 @@ class Client:
                                  **params}
         if resource_version:
             query["resourceVersion"] = resource_version
+        import httpx
         try:
             with self._http.stream("GET", path, params=query, timeout=timeout_seconds + 10) as resp:
                 if resp.status_code >= 400:
