@@ -31,8 +31,10 @@ IDLE_CPU_TARGET_MILLICORES = 25.0
 VALUES_FILE = Path(__file__).resolve().parents[2] / "course" / "class" / "z2jh-values.yaml"
 # KubeSpawner's byte specifications (jupyterhub/traitlets.py, ByteSpecification): K, M, G and T are powers of 1024.
 _BYTE_SUFFIXES = {"K": 1, "M": 1024, "G": 1024 ** 2, "T": 1024 ** 3}  # in KiB
-# An allowance for what a learner's Jupyter server and one kernel add to the lab cluster, in MiB (the figure the
-# values file used before these measurements; not measured by this module).
+# An allowance for what a learner's Jupyter server and one kernel add to the lab cluster, in MiB. Not measured by
+# the bench; measured once by hand on the 2-core development machine (2026-11-26, this project's venv): `jupyter
+# lab` idle 130 MiB RSS, a fresh python3 kernel 52 MiB, and ~60 MiB more once a notebook's first cells have
+# imported quizzes, labs.figures and labs.shell: ~245 MiB, so 300 leaves a little room.
 JUPYTER_RSS_MIB = 300.0
 
 
