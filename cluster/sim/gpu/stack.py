@@ -127,7 +127,13 @@ class Stack:
                 raise
             except errors.NotFound:
                 await self.on_policy(None)
-                await self.wait_for_crd()
+                try:
+                    await self.wait_for_crd()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # API restarting, watch dropped: as below
+                    log.debug("CRD watch interrupted: %s", exc)
+                    await asyncio.sleep(POLICY_POLL)
             except Exception as exc:  # API restarting, watch dropped
                 log.debug("policy watch interrupted: %s", exc)
                 await asyncio.sleep(POLICY_POLL)
