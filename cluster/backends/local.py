@@ -31,8 +31,28 @@ from cluster.supervisor import ProcessSpec, Supervisor, free_port
 log = logging.getLogger(__name__)
 
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
-AGENTS = ("node-agent", "pod-agent", "gpu-stack")
-STARTED_FIRST = ("etcd", "kube-apiserver", "node-agent")
+AGENTS = ("sim-agents",)
+# The agents' separate processes of older gpulab versions: stopped by `up` and `down` of a cluster they still run in.
+OLD_AGENTS = ("node-agent", "pod-agent", "gpu-stack")
+STARTED_FIRST = ("etcd", "kube-apiserver", "sim-agents")
+# The controller manager's controllers that labs need: all on-by-default ones but those of volumes, services'
+# endpoints, autoscaling, certificate signing requests and storage versions, which no lab uses and some of which
+# poll while idle (the attach-detach reconciler every 100 ms, the autoscaler every 15 s). Names:
+# `kube-controller-manager --help`, --controllers.
+KCM_CONTROLLERS = ("*", *(f"-{c}-controller" for c in (
+    "persistentvolume-attach-detach", "persistentvolume-binder", "persistentvolume-expander",
+    "persistentvolume-protection", "persistentvolumeclaim-protection", "ephemeral-volume",
+    "volumeattributesclass-protection", "endpoints", "endpointslice", "endpointslice-mirroring",
+    "horizontal-pod-autoscaler", "ttl", "certificatesigningrequest-approving", "certificatesigningrequest-cleaner",
+    "certificatesigningrequest-signing", "podcertificaterequest-cleaner",
+    "kube-apiserver-serving-clustertrustbundle-publisher", "legacy-serviceaccount-token-cleaner",
+    "storage-version-migrator", "storageversion-garbage-collector", "validatingadmissionpolicy-status")))
+# The Go runtime of the control-plane programs collects garbage when the heap has grown by half since the last
+# collection instead of doubled (https://go.dev/doc/gc-guide, GOGC): a smaller resident set for an idle lab
+# cluster, at a CPU cost that is small while it is idle.
+GO_ENV = (("GOGC", "50"),)
+# The API server holds most of a lab cluster's private memory: its heap may grow by a quarter between collections.
+APISERVER_GO_ENV = (("GOGC", "25"),)
 MIN_FREE_FRESH_MIB = 160  # etcd's first WAL segment (64 MiB) and snapshot, PKI, logs, with room to grow
 MIN_FREE_MIB = 16  # a restart writes state.json, kubeconfigs and logs; etcd reuses its preallocated WAL
 CERT_WARNING = 86400.0  # `status` reports certificates that expire within a day
@@ -45,11 +65,13 @@ _CRB = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
 def heartbeat_timing(node_count: int) -> tuple[float, int]:
     """(lease renewal period, node-monitor grace period) for a fleet size.
 
-    Small fleets renew every 5 s so a stopped heartbeat shows NotReady within about 20 s; large fleets renew less
-    often (at most ~40 renewals a second) with a grace period of three periods, so a laptop is not kept busy.
+    Small fleets renew every 10 s, as a kubelet does (a quarter of its 40 s lease: k8s.io/kubernetes
+    pkg/kubelet/nodelease), and a stopped heartbeat shows NotReady within about 40 s; renewing every 5 s made the
+    lease writes most of an idle lab cluster's CPU (issue 17). Large fleets renew less often (at most ~40
+    renewals a second) with a grace period of three periods plus 5 s, so a laptop is not kept busy.
     """
-    renew = max(5.0, node_count / 40.0)
-    return renew, max(20, int(renew * 3) + 5)
+    renew = max(10.0, node_count / 40.0)
+    return renew, max(40, int(renew * 3) + 5)
 
 
 def identity_binding(name: str, group: str) -> dict[str, Any]:
@@ -140,15 +162,18 @@ class LocalBackend(StateDir):
                 f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
                 f"--initial-cluster=gpulab={peer_url}", "--quota-backend-bytes=4294967296",
                 "--auto-compaction-retention=1", "--unsafe-no-fsync", "--log-level=warn",
-                # One member on loopback: a short election timeout makes it leader in ~0.1 s instead of ~0.6 s.
-                "--heartbeat-interval=20", "--election-timeout=200",
+                # One member on loopback: a 200 ms election timeout makes it leader in ~0.1 s instead of ~0.6 s.
+                # The tick (heartbeat interval) is the longest etcd allows for it (a fifth: go.etcd.io/etcd/server/v3
+                # embed/config.go): etcd wakes 25 times a second while idle, not 50 as with 20 ms, which cost an
+                # idle lab cluster ~4 millicores (issue 17).
+                "--heartbeat-interval=40", "--election-timeout=200",
                 # Client-certificate authentication on the client and peer ports, as kubeadm sets etcd up: only
                 # certificates of the etcd CA (the API server's etcd client certificate) get in.
                 f"--cert-file={pki.cert('etcd-server')}", f"--key-file={pki.key('etcd-server')}",
                 "--client-cert-auth=true", f"--trusted-ca-file={pki.etcd_ca_cert}",
                 f"--peer-cert-file={pki.cert('etcd-peer')}", f"--peer-key-file={pki.key('etcd-peer')}",
                 "--peer-client-cert-auth=true", f"--peer-trusted-ca-file={pki.etcd_ca_cert}",
-            )),
+            ), GO_ENV),
             "kube-apiserver": ProcessSpec("kube-apiserver", (
                 str(bins.path("kube-apiserver")), "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
                 f"--secure-port={ports['apiserver']}", f"--etcd-servers={etcd_url}",
@@ -164,7 +189,21 @@ class LocalBackend(StateDir):
                 f"--kubelet-client-key={pki.client_key('apiserver-kubelet-client')}",
                 "--authorization-mode=Node,RBAC", "--allow-privileged=true", "--profiling=false",
                 "--enable-admission-plugins=NodeRestriction", "--event-ttl=2h", "--v=1",
-            )),
+                # Idle cost (issue 17): no per-resource object counts and database size polled from etcd for
+                # metrics (one etcd request per resource type a minute); 0 disables both
+                # (k8s.io/apiserver pkg/server/options/etcd.go). List requests then get the minimum
+                # priority-and-fairness seats, which is all a lab cluster's lists need.
+                "--etcd-count-metric-poll-period=0", "--etcd-db-metric-poll-interval=0",
+                # No watch cache: lists and watches are served by etcd directly
+                # (k8s.io/apiserver pkg/server/options/etcd.go, --watch-cache). A lab cluster holds a few
+                # hundred objects, so etcd serves them at once, and the API server keeps no second copy of each
+                # resource type's objects and recent events.
+                "--watch-cache=false",
+                # Labs write no ValidatingAdmissionPolicy or MutatingAdmissionPolicy: their admission plugins
+                # (and the CEL environments they build) are left out; webhooks, Pod Security, quota and the
+                # other default plugins stay.
+                "--disable-admission-plugins=ValidatingAdmissionPolicy,MutatingAdmissionPolicy",
+            ), APISERVER_GO_ENV),
             "kube-controller-manager": ProcessSpec("kube-controller-manager", (
                 str(bins.path("kube-controller-manager")), f"--kubeconfig={self._kc('controller-manager')}",
                 f"--authentication-kubeconfig={self._kc('controller-manager')}",
@@ -172,31 +211,26 @@ class LocalBackend(StateDir):
                 "--bind-address=127.0.0.1", f"--secure-port={ports['controller-manager']}", "--leader-elect=false",
                 f"--root-ca-file={pki.ca_cert}", f"--service-account-private-key-file={pki.sa_key}",
                 f"--cluster-signing-cert-file={pki.ca_cert}", f"--cluster-signing-key-file={pki.ca_key}",
-                "--use-service-account-credentials=true", "--node-monitor-period=2s",
+                "--use-service-account-credentials=true", "--node-monitor-period=5s",
                 # The default 20 requests a second made lifting 1,000 new nodes' not-ready taints take ~50 s.
                 "--kube-api-qps=1000", "--kube-api-burst=2000",
                 # A quota created together with its pods can be recounted from a pod cache that has not seen them
                 # yet (upstream race); only the periodic full recount repairs it, by default after 5 minutes.
                 "--resource-quota-sync-period=15s",
                 f"--node-monitor-grace-period={grace}s", "--profiling=false", allow, "--v=1",
-            )),
+                f"--controllers={','.join(KCM_CONTROLLERS)}",
+            ), GO_ENV),
             "kube-scheduler": ProcessSpec("kube-scheduler", (
                 str(bins.path("kube-scheduler")), f"--config={self._scheduler_config()}",
                 f"--authentication-kubeconfig={self._kc('scheduler')}",
                 f"--authorization-kubeconfig={self._kc('scheduler')}",
                 "--bind-address=127.0.0.1", f"--secure-port={ports['scheduler']}",
                 "--profiling=false", allow, "--v=1",
-            )),
-            "node-agent": ProcessSpec("node-agent", (
-                sys.executable, "-m", "cluster.sim.node_agent", f"--kubeconfig={self._kc('agent')}",
+            ), GO_ENV),
+            # The node agent, the pod agent and the GPU stack share one Python process (cluster/sim/agents.py).
+            "sim-agents": ProcessSpec("sim-agents", (
+                sys.executable, "-m", "cluster.sim.agents", f"--kubeconfig={self._kc('agent')}",
                 f"--fleet={d / 'fleet.yaml'}", f"--lease-seconds={grace}", f"--renew-every={renew}",
-            )),
-            "pod-agent": ProcessSpec("pod-agent", (
-                sys.executable, "-m", "cluster.sim.pod_agent", f"--kubeconfig={self._kc('agent')}",
-                f"--device-checkpoint={d / 'kubelet' / 'device-checkpoint.json'}",
-            )),
-            "gpu-stack": ProcessSpec("gpu-stack", (
-                sys.executable, "-m", "cluster.sim.gpu.stack", f"--kubeconfig={self._kc('agent')}",
                 f"--device-checkpoint={d / 'kubelet' / 'device-checkpoint.json'}",
             )),
             **{spec.name: spec for spec in self.extra_agents},
@@ -282,12 +316,14 @@ class LocalBackend(StateDir):
                      kubernetes=versions.KUBERNETES_VERSION)
         self._save(state)
         specs = self._specs(bins, pki, ports, fl.node_count)
+        for old in OLD_AGENTS:
+            self.sup.stop(old)
         seeded = not (self.dir / "etcd").exists() and self._step_seed(bins, prog)
         prog.start("starting the control plane", len(specs))
         # Start-up order is tuned for two cores, where every program's own start-up work competes with the API
-        # server's: only etcd, the API server and the node agent (which must register the nodes the moment the
-        # API server is ready) start at once; the controller manager when the API server is ready (it would
-        # otherwise poll for it only once a second); the scheduler and the other agents once the nodes are Ready.
+        # server's: only etcd, the API server and the agents (whose node agent must register the nodes the moment
+        # the API server is ready) start at once; the controller manager when the API server is ready (it would
+        # otherwise poll for it only once a second); the scheduler once the nodes are Ready.
         for name in STARTED_FIRST:
             self.sup.start(specs[name])
         self._wait_api_ready(ports, pki, prog)
@@ -309,7 +345,8 @@ class LocalBackend(StateDir):
         return self.status()
 
     def _all_components(self) -> list[str]:
-        return [s.name for s in self.extra_agents] + list(reversed(AGENTS)) + list(reversed(CONTROL_PLANE))
+        return [s.name for s in self.extra_agents] + list(OLD_AGENTS) + list(reversed(AGENTS)) + \
+            list(reversed(CONTROL_PLANE))
 
     def _step_restart_for_renewed(self, pki: pki_mod.Pki) -> None:
         """Running components read their certificates at start: after a renewal they are restarted (once every

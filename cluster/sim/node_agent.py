@@ -123,6 +123,10 @@ class NodeAgent:
 
     async def run(self) -> None:
         await self.register_all()
+        await self.keep_ready()
+
+    async def keep_ready(self) -> None:
+        """Watch the nodes and renew their leases (after ``register_all``), until cancelled."""
         await asyncio.gather(self.nodes.run(), self.heartbeat_loop())
 
 

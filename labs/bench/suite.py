@@ -5,6 +5,9 @@ Sections, in the order they run (at most one benchmark cluster is up at any time
 - ``starter``: a cold start of the starter fleet with cached binaries, then on that cluster the GPU Operator,
   a label change, a config change, one live check, a lab (check, solve, reset, evidence bundles recorded),
   and the starter fleet's memory;
+- ``capacity``: idle starter-fleet clusters (no lab, no operator) measured over a window: RSS and millicores per
+  learner with a per-process breakdown, learners per core and per GiB here, and the per-learner requests of the
+  Zero to JupyterHub values file beside the ones these figures give;
 - ``grading``: offline batch grading of the recorded bundles, and static lint throughput (no cluster);
 - ``scale``: ``up`` for a large fleet, a device-plugin config change reconciled across it, memory at scale;
 - ``notebooks``: the whole course executed headless (full runs only).
@@ -30,12 +33,12 @@ from pathlib import Path
 from cluster import binaries, errors, fleet as fleet_mod, progress as progress_mod
 from cluster.backends import local as local_backend
 from cluster.kube.client import Client
-from labs.bench import cluster_bench, gpu_bench, grading_bench, labs_bench, live_bench, notebooks_bench, reference
+from labs.bench import capacity, cluster_bench, gpu_bench, grading_bench, labs_bench, live_bench, notebooks_bench, reference
 from labs.bench.figures import Figure, Report, not_measured
 
 log = logging.getLogger(__name__)
 
-SECTIONS = ("starter", "grading", "replay", "scale", "notebooks")
+SECTIONS = ("starter", "capacity", "grading", "replay", "scale", "notebooks")
 LABEL_NODE = "a100-0"
 CLI_START = "`gpulab up` from a shell, starter fleet, to the command's exit"
 FIRST_START = "first start on a machine (makes the etcd seed), starter fleet"
@@ -52,6 +55,9 @@ class Plan:
         self.live_repeat = 20 if quick else 100
         self.start_repeat = 1 if quick else 5
         self.cli_repeat = 1 if quick else 3
+        self.idle_repeat = 1 if quick else 3
+        self.idle_settle = 5.0 if quick else 15.0
+        self.idle_window = 15.0 if quick else 60.0
 
     def tag(self) -> str:
         return " (quick)" if self.quick else ""
@@ -143,6 +149,16 @@ def _starter_planned(plan: Plan) -> list[Figure]:
         Figure("one live check latency", None, "ms"),
         *labs_bench.planned(),
     ]
+
+
+def _capacity(run: _Run) -> None:
+    plan = run.plan
+    run.figures.extend(capacity.section(run.root, plan.idle_repeat, plan.idle_settle, plan.idle_window))
+
+
+def _capacity_planned() -> list[Figure]:
+    return [Figure(capacity.RSS_FIGURE, None, "MiB", capacity.IDLE_RSS_TARGET_MIB),
+            Figure(capacity.CPU_FIGURE, None, "millicores", capacity.IDLE_CPU_TARGET_MILLICORES)]
 
 
 def _grading(run: _Run) -> None:
@@ -256,6 +272,8 @@ def run(quick: bool = False, *, sections: Iterable[str] = SECTIONS,
         if "starter" in wanted:
             r.section("starter fleet: start, GPU Operator, label change, lab", lambda: _starter(r),
                       _starter_planned(plan))
+        if "capacity" in wanted:
+            r.section("capacity: idle lab clusters", lambda: _capacity(r), _capacity_planned())
         if "grading" in wanted:
             r.section("offline grading", lambda: _grading(r), _grading_planned(plan), needs_cluster=False)
         if "replay" in wanted:

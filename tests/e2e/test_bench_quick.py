@@ -27,6 +27,9 @@ MUST_MEASURE = (
     "peak RSS of our agents, starter fleet",
     "peak RSS of the control plane, 50 nodes (quick)",
     "peak RSS of our agents, 50 nodes (quick)",
+    "idle lab cluster RSS per learner, starter fleet",
+    "idle lab cluster CPU per learner, starter fleet",
+    "per-learner memory guarantee in course/class/z2jh-values.yaml",
 )
 
 

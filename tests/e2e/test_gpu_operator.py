@@ -200,8 +200,8 @@ def test_restarted_gpu_stack_never_strips_a_node(local_cluster, gpu_operator: Cl
     assert all(before.values()), before
     start_rv = client.get("/api/v1/nodes")["metadata"]["resourceVersion"]
     sup = local_cluster.backend.sup
-    os.kill(sup.pid("gpu-stack"), signal.SIGKILL)
-    wait_for(lambda: sup.pid("gpu-stack") is None, 10, what="gpu-stack gone")
+    os.kill(sup.pid("sim-agents"), signal.SIGKILL)
+    wait_for(lambda: sup.pid("sim-agents") is None, 10, what="sim-agents gone")
     local_cluster.gpulab("up")
     time.sleep(5)  # the restarted stack lists nodes and the policy within about a second of starting
     seen = []

@@ -285,10 +285,10 @@ def test_a_forged_devices_annotation_cannot_take_another_tenants_gpus_and_a_rest
     assert victim["metadata"]["uid"] in record.read_text()
 
     sup = local_cluster.backend.sup
-    pid = sup.pid("pod-agent")
+    pid = sup.pid("sim-agents")
     assert pid
     os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: sup.pid("pod-agent") is None, timeout=10, what="pod-agent gone")
+    wait_for(lambda: sup.pid("sim-agents") is None, timeout=10, what="sim-agents gone")
     local_cluster.gpulab("up")
     try:
         for i in range(3):

@@ -127,10 +127,31 @@ class Stack:
                 raise
             except errors.NotFound:
                 await self.on_policy(None)
-                await asyncio.sleep(POLICY_POLL)
+                try:
+                    await self.wait_for_crd()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # API restarting, watch dropped: as below
+                    log.debug("CRD watch interrupted: %s", exc)
+                    await asyncio.sleep(POLICY_POLL)
             except Exception as exc:  # API restarting, watch dropped
                 log.debug("policy watch interrupted: %s", exc)
                 await asyncio.sleep(POLICY_POLL)
+
+    async def wait_for_crd(self) -> None:
+        """Return once the ClusterPolicy CRD may exist: at once (after ``POLICY_POLL``) if it is there but not yet
+        served, else when a watch on it reports it. An idle cluster without the operator then makes no request
+        a second (issue 17: idle CPU), yet the stack sees the CRD the moment it is created."""
+        path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        selector = f"metadata.name={names.CRD_NAME}"
+        listing = await self.client.get(path, fieldSelector=selector)
+        if listing.get("items"):
+            await asyncio.sleep(POLICY_POLL)
+            return
+        rv = listing.get("metadata", {}).get("resourceVersion", "")
+        async for ev in self.client.watch(path, resource_version=rv, timeout_seconds=240, fieldSelector=selector):
+            if ev.get("type") in ("ADDED", "MODIFIED", "ERROR"):
+                return
 
     async def status_loop(self) -> None:
         seen = -1
