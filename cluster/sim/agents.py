@@ -18,7 +18,7 @@ import asyncio
 import logging
 from pathlib import Path
 
-from cluster import fleet as fleet_mod
+from cluster import fleet as fleet_mod, settings
 from cluster.kube import kubeconfig
 from cluster.kube.client import AsyncClient
 from cluster.sim import node_agent, runner
@@ -38,7 +38,7 @@ async def _main(args: argparse.Namespace) -> None:
     await nodes.register_all()
     from cluster.sim import admission, checkpoint, pod_agent
     from cluster.sim.gpu import stack
-    pods = pod_agent.PodAgent(AsyncClient(conn), admission.load_hooks(args.hooks or pod_agent.DEFAULT_HOOKS),
+    pods = pod_agent.PodAgent(AsyncClient(conn), admission.load_hooks(args.hooks or settings.current().admission_hooks),
                               checkpoint.DeviceCheckpoint(device_checkpoint))
     gpus = stack.Stack(AsyncClient(conn, max_connections=48), device_checkpoint)
     await asyncio.gather(nodes.keep_ready(), pods.run(), gpus.run())
