@@ -249,12 +249,13 @@ _GETTERS: dict[str, Callable[[ClusterView, str, str], Any]] = {
     "DeviceClass": lambda v, _ns, n: next((o for o in v.device_classes() if o["metadata"]["name"] == n), None),
     "ResourceSlice": lambda v, _ns, n: next((o for o in v.resource_slices() if o["metadata"]["name"] == n), None),
     "ConfigMap": lambda v, ns, n: next((o for o in v.configmaps(ns) if o["metadata"]["name"] == n), None),
+    "Pod": lambda v, ns, n: v.pod(ns, n),
 }
 
 
 @dataclass(frozen=True)
 class ObjectRule:
-    """An object (ClusterPolicy, DeviceClass, ResourceSlice, ConfigMap) exists, or not, and meets every
+    """An object (ClusterPolicy, DeviceClass, ResourceSlice, ConfigMap, Pod) exists, or not, and meets every
     expectation."""
 
     kind: str
@@ -271,7 +272,7 @@ class ObjectRule:
         if kind and kind not in _GETTERS:
             p.add(f"{where}.kind", f"must be one of {', '.join(_GETTERS)}")
         name = common.text(p, f"{where}.name", raw.get("name"), required=kind != "ClusterPolicy")
-        namespace = common.text(p, f"{where}.namespace", raw.get("namespace"), required=kind == "ConfigMap")
+        namespace = common.text(p, f"{where}.namespace", raw.get("namespace"), required=kind in ("ConfigMap", "Pod"))
         exists = raw.get("exists", True)
         if not isinstance(exists, bool):
             p.add(f"{where}.exists", "must be true or false")
