@@ -25,7 +25,7 @@ from prerequisites import require
 pytestmark = [pytest.mark.notebooks, pytest.mark.timeout(1800)]
 
 COURSE = Path(__file__).resolve().parents[2] / "course"
-NOTEBOOKS = sorted(p.name for p in COURSE.glob("[0-9][0-9]-*.ipynb"))
+NOTEBOOKS = sorted(p.name for p in COURSE.glob("[0-9][0-9]*-*.ipynb"))
 CELL_TIMEOUT_S = 300
 
 
@@ -91,7 +91,7 @@ def stream_text(nb: Any) -> str:
 
 
 def test_notebooks_are_found() -> None:
-    assert NOTEBOOKS[0] == "00-start-here.ipynb" and len(NOTEBOOKS) == 7, NOTEBOOKS
+    assert NOTEBOOKS[0] == "00-start-here.ipynb" and len(NOTEBOOKS) == 8, NOTEBOOKS
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
