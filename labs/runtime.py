@@ -21,7 +21,8 @@ from cluster.backends import guard
 from cluster.backends.base import state_root
 from cluster.kube.client import Client
 from graders import Check, ClusterView, LiveView, Report, Severity, snapshot, source, write_bundle
-from labs import catalog, evidence, grading, kubeapply, replay, scope, steps
+from labs import catalog, evidence, grading, kubeapply, predict, replay, scope, steps
+from labs.checks.live import PredictionRule
 from labs.spec import LabSpec, Task
 
 log = logging.getLogger(__name__)
@@ -133,6 +134,25 @@ class Lab:
             for _, docs in read:
                 out.extend(kubeapply.apply_all(client, docs) if isinstance(docs, list) else [docs])
         return out
+
+    def predict(self, key: str, value: object) -> predict.Prediction:
+        """Record your prediction ``key`` before you look; a ``prediction`` check compares it with the cluster.
+
+        Refused once the object that reveals the answer exists (reset the lab to predict again)."""
+        rules = {c.rule.key: c.rule for c in self.spec.checks if isinstance(c.rule, PredictionRule)}
+        if not rules:
+            raise predict.PredictionError(f"lab {self.id} asks for no predictions")
+        rule = rules.get(key)
+        if rule is not None and rule.before is not None:
+            kind, namespace, name = rule.before
+            with self.client() as client:
+                shown = PredictionRule.lookup(LiveView(client), rule.before)
+            if shown is not None:
+                where = f"{namespace}/" if namespace else ""
+                raise predict.PredictionError(
+                    f"too late for {key!r}: {kind} {where}{name} already exists, so the cluster shows the answer",
+                    hint=f"reset the lab (lab.reset() or `gpulab lab reset {self.id}`) to predict again")
+        return predict.record(self.workdir, key, value, keys=tuple(sorted(rules)))
 
     # --- grading -----------------------------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """The check kinds a lab may use, by the key that names them in ``lab.yaml``.
 
 Static kinds (``lint``, ``manifest``, ``answer``) read only the learner's files; cluster kinds (``pod``,
-``node``, ``quota``, ``claim``, ``object``) read a ``graders.ClusterView``, live or an evidence bundle.
+``node``, ``quota``, ``claim``, ``object``, ``prediction``) read a ``graders.ClusterView``, live or an evidence bundle.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ KINDS: dict[str, Parser] = {
     "quota": live.QuotaRule.parse,
     "claim": live.ClaimRule.parse,
     "object": live.ObjectRule.parse,
+    "prediction": live.PredictionRule.parse,
 }
 
 __all__ = ["KINDS", "Parser"]

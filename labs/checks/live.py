@@ -1,4 +1,4 @@
-"""Checks on the cluster's outcome: ``pod``, ``node``, ``quota``, ``claim`` and ``object``.
+"""Checks on the cluster's outcome: ``pod``, ``node``, ``quota``, ``claim``, ``object`` and ``prediction``.
 
 They read a ``graders.ClusterView``: the live API server while a learner works, or an evidence bundle when
 grading offline, and lean on the graders' outcome checks (``graders.live``) for what those already judge, so
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from graders import Check, ClusterView, OutOfScope, live
-from labs import evidence, paths, selectors
+from graders.view import dig
+from labs import evidence, paths, predict, selectors
 from labs.checks import common
 from labs.spec import Outcome, Problems
 
@@ -249,13 +250,12 @@ _GETTERS: dict[str, Callable[[ClusterView, str, str], Any]] = {
     "DeviceClass": lambda v, _ns, n: next((o for o in v.device_classes() if o["metadata"]["name"] == n), None),
     "ResourceSlice": lambda v, _ns, n: next((o for o in v.resource_slices() if o["metadata"]["name"] == n), None),
     "ConfigMap": lambda v, ns, n: next((o for o in v.configmaps(ns) if o["metadata"]["name"] == n), None),
-    "Pod": lambda v, ns, n: v.pod(ns, n),
 }
 
 
 @dataclass(frozen=True)
 class ObjectRule:
-    """An object (ClusterPolicy, DeviceClass, ResourceSlice, ConfigMap, Pod) exists, or not, and meets every
+    """An object (ClusterPolicy, DeviceClass, ResourceSlice, ConfigMap) exists, or not, and meets every
     expectation."""
 
     kind: str
@@ -272,7 +272,8 @@ class ObjectRule:
         if kind and kind not in _GETTERS:
             p.add(f"{where}.kind", f"must be one of {', '.join(_GETTERS)}")
         name = common.text(p, f"{where}.name", raw.get("name"), required=kind != "ClusterPolicy")
-        namespace = common.text(p, f"{where}.namespace", raw.get("namespace"), required=kind in ("ConfigMap", "Pod"))
+        namespace = common.text(p, f"{where}.namespace", raw.get("namespace"),
+                                required=kind in ("ConfigMap", "Pod", "ResourceClaim"))
         exists = raw.get("exists", True)
         if not isinstance(exists, bool):
             p.add(f"{where}.exists", "must be true or false")
@@ -299,3 +300,91 @@ class ObjectRule:
             if not ok:
                 return Outcome(False, f"{self._label()}: {exp.describe()}, but it is {found}")
         return Outcome(True, f"{self._label()}: as expected")
+
+
+_GETTERS.update({
+    "Node": lambda v, _ns, n: v.node(n),
+    "Pod": lambda v, ns, n: v.pod(ns, n),
+    "ResourceClaim": lambda v, ns, n: next((o for o in v.resource_claims(ns) if o["metadata"]["name"] == n), None),
+})
+SCORING = ("recorded", "correct")
+
+
+def _ref(p: Problems, where: str, raw: Any) -> tuple[str, str, str]:
+    m = common.mapping(p, where, raw)
+    kind = common.text(p, f"{where}.kind", m.get("kind"))
+    if kind and kind not in _GETTERS:
+        p.add(f"{where}.kind", f"must be one of {', '.join(_GETTERS)}")
+    name = common.text(p, f"{where}.name", m.get("name"), required=kind != "ClusterPolicy")
+    namespace = common.text(p, f"{where}.namespace", m.get("namespace"),
+                            required=kind in ("ConfigMap", "Pod", "ResourceClaim"))
+    return kind, namespace, name
+
+
+def _label(kind: str, namespace: str, name: str) -> str:
+    return f"{kind} {namespace + '/' if namespace else ''}{name}".strip()
+
+
+@dataclass(frozen=True)
+class PredictionRule:
+    """The learner recorded prediction ``key`` (``labs.predict``) before the ``before`` object existed; the
+    message compares it with what ``of`` (an object and a path in it) shows. ``scoring: correct`` awards the
+    points only for a right prediction; ``recorded`` (the default) for any prediction made in time, since a
+    wrong guess that the cluster then corrects is the point of predicting."""
+
+    key: str
+    file: str
+    of: tuple[str, str, str]
+    path: paths.Path
+    before: tuple[str, str, str] | None
+    scoring: str
+    cluster = True
+
+    @classmethod
+    def parse(cls, p: Problems, where: str, raw: dict[str, Any], ctx: Any) -> PredictionRule:
+        p.unknown(where, raw, ("key", "of", "before", "scoring"))
+        key = common.text(p, f"{where}.key", raw.get("key"))
+        if predict.FILE not in getattr(ctx, "files", (predict.FILE,)):
+            p.add(where, f"a lab with predictions lists {predict.FILE} in spec.files (a starter with no entries)")
+        of_raw = common.mapping(p, f"{where}.of", raw.get("of"))
+        of = _ref(p, f"{where}.of", {k: v for k, v in of_raw.items() if k != "path"})
+        p.unknown(f"{where}.of", of_raw, ("kind", "namespace", "name", "path"))
+        path = common.path(p, f"{where}.of.path", of_raw.get("path")) or paths.parse("metadata.name")
+        before = _ref(p, f"{where}.before", raw["before"]) if "before" in raw else None
+        if before is not None:
+            p.unknown(f"{where}.before", common.mapping(p, f"{where}.before", raw["before"]),
+                      ("kind", "namespace", "name"))
+        scoring = raw.get("scoring", "recorded")
+        if scoring not in SCORING:
+            p.add(f"{where}.scoring", f"must be one of {', '.join(SCORING)}")
+        return cls(key, predict.FILE, of, path, before, str(scoring))
+
+    @staticmethod
+    def lookup(view: ClusterView, ref: tuple[str, str, str]) -> Any:
+        return _GETTERS[ref[0]](view, ref[1], ref[2])
+
+    def evaluate(self, ev: evidence.Evidence) -> Outcome:
+        return _guarded(lambda view: self._probe(view, ev), ev)
+
+    def _probe(self, view: ClusterView, ev: evidence.Evidence) -> Outcome:
+        made, problem = predict.read(ev.files.get(self.file))
+        if problem:
+            return Outcome(False, problem)
+        mine = made.get(self.key)
+        if mine is None:
+            return Outcome(False, f"no prediction {self.key!r} recorded yet: record it before you look, with "
+                                  f"lab.predict({self.key!r}, ...) or `gpulab lab predict LAB {self.key} VALUE`")
+        if self.before is not None:
+            shown = self.lookup(view, self.before)
+            created = predict.parse_time(dig(shown, "metadata", "creationTimestamp")) if shown else None
+            if created is not None and mine.at > created:
+                return Outcome(False, f"prediction {self.key!r} was recorded at {mine.at:%H:%M:%S} UTC, after "
+                                      f"{_label(*self.before)} showed the answer (created {created:%H:%M:%S} UTC)")
+        obj = self.lookup(view, self.of)
+        if obj is None:
+            return Outcome(False, f"{_label(*self.of)} does not exist yet, so prediction {self.key!r} cannot be "
+                                  f"compared with the cluster")
+        ok, found = paths.Expect(self.path, "equals", mine.value).test(obj)
+        verdict = "right" if ok else "not what happened"
+        said = f"you predicted {mine.value!r} for {self.key!r}; {_label(*self.of)} shows {found}: {verdict}"
+        return Outcome(ok or self.scoring == "recorded", said)

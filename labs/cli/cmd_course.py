@@ -89,3 +89,30 @@ def sources_cmd(lab_ids: tuple[str, ...], course_dir: str | None) -> None:
     """Rewrite source/<lab>/<lab>.ipynb from the lab specs (after a lab's tasks or points change)."""
     for path in cn.write_sources(_course_dir(course_dir), list(lab_ids) or None):
         click.echo(f"wrote {path}")
+
+
+@course_group.command("outputs")
+@click.option("--write", is_flag=True, help="Save each cell's outputs into the course notebooks.")
+def outputs_cmd(write: bool) -> None:
+    """Run every course notebook in order on a fresh starter cluster; report (or --write) their saved outputs."""
+    from labs import nboutputs
+
+    drifted: list[nboutputs.Drift] = []
+    with nboutputs.course_cluster() as work:
+        for path in nboutputs.notebooks():
+            try:
+                ran, elapsed = nboutputs.execute(path, work)
+            except Exception as exc:  # nbclient's CellExecutionError carries the cell and its traceback
+                raise errors.CourseError(f"{path.name}: a cell failed: {str(exc)[-1500:]}",
+                                         hint="fix the cell, then run gpulab course outputs again") from exc
+            if write:
+                nboutputs.write(path, ran)
+            else:
+                import json
+
+                drifted.extend(nboutputs.drift(path.name, json.loads(path.read_text(encoding="utf-8")), ran))
+            click.echo(f"{path.name}: ran in {elapsed:.0f} s{'; outputs saved' if write else ''}")
+    for d in drifted:
+        click.echo(str(d))
+    if drifted:
+        raise SystemExit(1)

@@ -1,4 +1,4 @@
-"""``gpulab lab list|show|start|apply|check|solve|reset|submit|stop`` and ``gpulab grade``.
+"""``gpulab lab list|audit|show|start|apply|predict|check|solve|reset|submit|stop`` and ``gpulab grade``.
 
 ``gpulab grade`` is for instructors' scripts; it replays each submission on a cluster of its own (see
 ``labs.replay``): exit code 0 whenever grading ran, whatever the learner scored;
@@ -21,7 +21,7 @@ from rich.markup import escape
 import labs
 from graders.render import json as json_render
 from graders.render import terminal
-from labs import grading, runtime
+from labs import grading, predict, runtime
 from labs.grader_cluster import GraderCluster
 
 
@@ -48,6 +48,27 @@ def list_cmd(as_json: bool) -> None:
     for s in specs:
         console.print(f"[bold]{s.id}[/bold]  {escape(s.title)}  [dim]({s.module}, {len(s.tasks)} tasks, "
                       f"{s.max_score:g} points)[/dim]", soft_wrap=True)
+
+
+@lab_group.command("audit")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def audit_cmd(as_json: bool) -> None:
+    """Per lab: checks, share reading the cluster, share of points from answers.yaml, copies of module cells."""
+    from labs import audit
+
+    figs = audit.all_figures()
+    if as_json:
+        click.echo(json.dumps([{"lab": f.lab, "checks": f.checks, "live_checks": f.live_checks, "points": f.points,
+                                "answer_points": f.answer_points, "notebooks": list(f.notebooks),
+                                "problems": f.problems} for f in figs], indent=2))
+        return
+    console = Console(highlight=False)
+    console.print(f"{'lab':28} {'checks':>6} {'live':>5} {'answers':>8}  (limit {audit.MAX_ANSWER_SHARE:.0%})",
+                  soft_wrap=True)
+    for f in figs:
+        console.print(f"{f.lab:28} {f.checks:6d} {f.live_share:5.0%} {f.answer_share:8.0%}")
+        for problem in f.problems:
+            console.print(f"  [red]{escape(problem)}[/red]", soft_wrap=True)
 
 
 @lab_group.command("show")
@@ -84,6 +105,16 @@ def apply_cmd(lab_id: str, files: tuple[str, ...]) -> None:
     results = labs.attach(lab_id).apply(*files)
     for r in results:
         click.echo(f"{'ok ' if r.ok else 'ERR'} {r.ref}: {r.message}")
+
+
+@lab_group.command("predict")
+@click.argument("lab_id")
+@click.argument("key")
+@click.argument("value")
+def predict_cmd(lab_id: str, key: str, value: str) -> None:
+    """Record your prediction KEY = VALUE before you look (the lab's prediction checks compare it)."""
+    made = labs.attach(lab_id).predict(key, predict.value_of(value))
+    click.echo(f"{made}; now look, then `gpulab lab check {lab_id}`")
 
 
 @lab_group.command("check")

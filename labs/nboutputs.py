@@ -1,0 +1,200 @@
+"""The course notebooks' saved outputs: made from a real run, and checked against what the cells print today.
+
+A notebook reads well without a cluster only when every code cell shows what it prints. ``execute`` runs a
+notebook headless (nbclient) against a started lab cluster; ``write`` saves its outputs into the course file;
+``drift`` compares the saved outputs with a fresh run's and names every cell whose output changed.
+
+What a run cannot repeat is masked before comparing, never the substance: ages (``12s``, ``3m4s``), times and
+dates, UIDs, resourceVersions, loopback ports, temporary paths, the random suffixes Kubernetes gives pod names,
+measured durations, and widget model ids. Images are compared by kind (a figure is still drawn), not pixel by
+pixel, since fonts and anti-aliasing differ between machines. ``gpulab course outputs`` writes and checks;
+``tests/notebooks/test_execute.py`` runs the check in CI.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+COURSE = Path(__file__).resolve().parent.parent / "course"
+CELL_TIMEOUT_S = 300
+VOLATILE_MIMES = ("application/vnd.jupyter.widget-view+json",)
+IMAGE_MIMES = ("image/png", "image/jpeg", "image/svg+xml")
+
+_MASKS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p, r in (
+    (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<uid>"),
+    (r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?", "<time>"),
+    (r"\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b", "<time>"),
+    (r"\b\d{4}-\d{2}-\d{2}\b", "<date>"),
+    (r"(?:/tmp|/var/tmp|/private/var)/[^\s'\"<>:]*", "<tmp>"),
+    (r"\b(?:127\.0\.0\.1|localhost):\d{2,5}\b", "<loopback>"),
+    (r"(?i)\bresourceVersion[\"']?\s*[:=]\s*[\"']?\d+[\"']?", "resourceVersion: <rv>"),
+    (r"\b(?P<base>[a-z0-9]([-a-z0-9]*[a-z0-9])?)-[bcdfghjklmnpqrstvwxz2456789]{5}\b", r"\g<base>-<sfx>"),
+    (r"\b\d+(?:\.\d+)?\s?(?:ms|µs|us|s|sec|seconds|min|minutes)\b", "<dur>"),
+    (r"\b(?:\d+d)?(?:\d+h)?(?:\d+m)?\d+s\b|\b\d+[mhd]\d*[smh]?\b", "<dur>"),
+    (r"model_id[\"']?\s*:\s*[\"'][0-9a-f]{32}[\"']", "model_id: <id>"),
+    (r"[ \t]+", " "),
+))
+
+
+def mask(text: str) -> str:
+    """``text`` with what a second run could not repeat replaced by placeholders."""
+    for pattern, repl in _MASKS:
+        text = pattern.sub(repl, text)
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
+def _text(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def comparable(output: dict[str, Any]) -> Any:
+    """One output as the check compares it."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        return ["stream", output.get("name"), mask(_text(output.get("text", "")))]
+    if kind == "error":
+        return ["error", output.get("ename"), mask(str(output.get("evalue", "")))]
+    data = output.get("data", {})
+    shown: dict[str, Any] = {}
+    for mime, value in sorted(data.items()):
+        if mime in IMAGE_MIMES or mime in VOLATILE_MIMES:
+            shown[mime] = "<present>"
+        elif mime == "text/plain" and "application/vnd.jupyter.widget-view+json" in data:
+            shown[mime] = "<widget>"
+        elif mime.endswith("json") and not isinstance(value, str):
+            shown[mime] = mask(json.dumps(value, sort_keys=True))
+        else:
+            shown[mime] = mask(_text(value))
+    return ["display", shown]
+
+
+def _merged(outputs: Iterable[dict[str, Any]]) -> list[Any]:
+    """Comparable outputs with consecutive stream chunks of one stream joined (how they split is chance)."""
+    out: list[Any] = []
+    for o in outputs:
+        item = comparable(o)
+        if item[0] == "stream" and out and out[-1][0] == "stream" and out[-1][1] == item[1]:
+            out[-1] = ["stream", item[1], mask(out[-1][2] + "\n" + item[2])]
+        else:
+            out.append(item)
+    return out
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A code cell whose saved output is not what it prints now."""
+
+    notebook: str
+    cell: int  # index among all cells
+    saved: str
+    now: str
+
+    def __str__(self) -> str:
+        return f"{self.notebook} cell {self.cell}: saved output\n{self.saved[:600]}\n--- but it now prints\n{self.now[:600]}"
+
+
+def _code_cells(nb: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    return [(i, c) for i, c in enumerate(nb["cells"]) if c.get("cell_type") == "code"]
+
+
+def drift(name: str, saved: dict[str, Any], fresh: dict[str, Any]) -> list[Drift]:
+    """Every code cell whose (masked) outputs differ between the saved notebook and a fresh run of it."""
+    a, b = _code_cells(saved), _code_cells(fresh)
+    if [_text(c["source"]) for _, c in a] != [_text(c["source"]) for _, c in b]:
+        return [Drift(name, -1, "the saved notebook's code", "differs from the notebook that ran")]
+    out = []
+    for (i, old), (_, new) in zip(a, b):
+        x, y = _merged(old.get("outputs", [])), _merged(new.get("outputs", []))
+        if x != y:
+            out.append(Drift(name, i, json.dumps(x, indent=1), json.dumps(y, indent=1)))
+    return out
+
+
+def missing(name: str, saved: dict[str, Any]) -> list[str]:
+    """Code cells with no saved output at all (each prints something when run)."""
+    return [f"{name} cell {i}" for i, c in _code_cells(saved) if not c.get("outputs")]
+
+
+def execute(path: Path, workdir: Path, *, timeout: int = CELL_TIMEOUT_S) -> tuple[Any, float]:
+    """Run ``path`` headless in ``workdir``; the kernel inherits this process's environment (the cluster's)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(str(path), as_version=4)  # type: ignore[no-untyped-call]
+    workdir.mkdir(parents=True, exist_ok=True)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
+                            resources={"metadata": {"path": str(workdir)}})
+    started = time.monotonic()
+    client.execute()
+    return nb, time.monotonic() - started
+
+
+def write(path: Path, executed: Any) -> None:
+    """Save ``executed``'s outputs into the course notebook at ``path`` (its sources must be the same)."""
+    import nbformat
+
+    current = nbformat.read(str(path), as_version=4)  # type: ignore[no-untyped-call]
+    if [c.source for c in current.cells] != [c.source for c in executed.cells]:
+        raise ValueError(f"{path.name} changed while it ran; run again")
+    for cell, ran in zip(current.cells, executed.cells):
+        if cell.cell_type == "code":
+            cell.outputs = [_clean(o) for o in ran.outputs]
+            cell.execution_count = ran.execution_count
+            cell.metadata.pop("execution", None)
+    widgets = executed.metadata.get("widgets")
+    if widgets:
+        current.metadata["widgets"] = copy.deepcopy(widgets)
+    nbformat.write(current, str(path))  # type: ignore[no-untyped-call]
+
+
+def _clean(output: Any) -> Any:
+    out = copy.deepcopy(output)
+    out.pop("metadata", None) if not out.get("metadata") else None
+    if out.get("output_type") == "execute_result":
+        out["execution_count"] = out.get("execution_count")
+    return out
+
+
+ENV_KEYS = ("GPULAB_STATE_DIR", "KUBECONFIG", "GPULAB_QUIZ_DB", "GPULAB_LEARNER", "GPULAB_LABS_DIR")
+LEARNER = "notebook-outputs"  # fixed, so quiz shuffles (seeded by learner) repeat
+
+
+@contextlib.contextmanager
+def course_cluster(root: Path | None = None) -> Iterator[Path]:
+    """A started starter-fleet cluster in a private state dir; this process's environment (which kernels inherit)
+    points at it, with a private quiz store and lab folder. Yields the folder notebooks run in."""
+    from cluster import fleet as fleet_mod
+    from cluster.backends.local import LocalBackend
+    from cluster.progress import LogProgress
+
+    with contextlib.ExitStack() as stack:
+        base = root or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gpulab-nb-")))
+        saved = {k: os.environ.get(k) for k in ENV_KEYS}
+        os.environ["GPULAB_STATE_DIR"] = str(base / "state")
+        backend = LocalBackend("gpulab", base / "state")
+        try:
+            backend.up(fleet_mod.load("starter"), LogProgress())
+            os.environ.update({"KUBECONFIG": str(backend.kubeconfig()), "GPULAB_QUIZ_DB": str(base / "quiz.sqlite3"),
+                               "GPULAB_LEARNER": LEARNER, "GPULAB_LABS_DIR": str(base / "labs")})
+            yield base / "work"
+        finally:
+            backend.down(purge=True)
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def notebooks(course: Path = COURSE) -> list[Path]:
+    return sorted(course.glob("[0-9][0-9]*-*.ipynb"))

@@ -1,0 +1,66 @@
+"""Saved notebook outputs are compared with a fresh run's on substance: what a second run cannot repeat (ages,
+UIDs, times, ports, pod-name suffixes, durations, widget ids) is masked; a changed count or phase is drift."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from labs import nboutputs
+
+pytestmark = pytest.mark.unit
+
+
+def nb(*outputs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"cells": [{"cell_type": "markdown", "source": "# title"}] +
+                     [{"cell_type": "code", "source": f"print({i})", "outputs": o} for i, o in enumerate(outputs)]}
+
+
+def stream(text: str) -> dict[str, Any]:
+    return {"output_type": "stream", "name": "stdout", "text": text}
+
+
+GET_PODS = """NAME                      READY   STATUS    RESTARTS   AGE
+inference-7d9f8c6b5-x2kqz  1/1     Running   0          {age}
+nvidia-device-plugin-{sfx}  1/1     Running   0          {age}
+uid {uid} at {time} on 127.0.0.1:{port} in {dur}
+"""
+
+
+def test_what_a_rerun_cannot_repeat_is_masked() -> None:
+    one = GET_PODS.format(age="12s", sfx="bzt4q", uid="0d1c3a52-5f0e-4b7e-9f2a-1c2d3e4f5a6b",
+                          time="2026-11-26T18:00:01Z", port=40123, dur="3.2 s")
+    two = GET_PODS.format(age="3m4s", sfx="k9w2x", uid="9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                          time="2026-11-27T09:13:59Z", port=35001, dur="11 s")
+    assert nboutputs.drift("n", nb([stream(one)]), nb([stream(two)])) == []
+    assert "<uid>" in nboutputs.mask(one) and "<loopback>" in nboutputs.mask(one) and "<dur>" in nboutputs.mask(one)
+
+
+def test_substance_that_changed_is_drift() -> None:
+    running = GET_PODS.format(age="12s", sfx="bzt4q", uid="x", time="", port=1, dur="1 s")
+    pending = running.replace("Running   0          12s\nnvidia", "Pending   0          12s\nnvidia")
+    found = nboutputs.drift("04.ipynb", nb([stream("capacity 4\n")], [stream(running)]),
+                            nb([stream("capacity 2\n")], [stream(pending)]))
+    assert [d.cell for d in found] == [1, 2] and "capacity 4" in found[0].saved and "capacity 2" in found[0].now
+    assert "04.ipynb cell 1" in str(found[0])
+
+
+def test_stream_chunks_compare_joined_and_images_by_kind() -> None:
+    png_a = {"output_type": "display_data", "data": {"image/png": "AAAA", "text/plain": "<Figure 1>"}}
+    png_b = {"output_type": "display_data", "data": {"image/png": "BBBB", "text/plain": "<Figure 1>"}}
+    widget = {"output_type": "display_data", "data": {
+        "application/vnd.jupyter.widget-view+json": {"model_id": "a" * 32}, "text/plain": "VBox(children=(...))"}}
+    widget2 = {"output_type": "display_data", "data": {
+        "application/vnd.jupyter.widget-view+json": {"model_id": "b" * 32}, "text/plain": "VBox(children=(..., ...))"}}
+    saved = nb([stream("a\n"), stream("b\n"), png_a, widget])
+    fresh = nb([stream("a\nb\n"), png_b, widget2])
+    assert nboutputs.drift("n", saved, fresh) == []
+    assert nboutputs.drift("n", saved, nb([stream("a\nb\n"), widget2]))  # the figure is gone: drift
+
+
+def test_changed_code_and_cells_without_output_are_reported() -> None:
+    saved, fresh = nb([stream("x")]), nb([stream("x")])
+    fresh["cells"][1]["source"] = "print('other')"
+    assert nboutputs.drift("n", saved, fresh)[0].cell == -1
+    assert nboutputs.missing("n", nb([stream("x")], [])) == ["n cell 2"]
