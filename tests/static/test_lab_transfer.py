@@ -18,10 +18,6 @@ NOT_YET: dict[str, str] = {
     "01-device-plugins": "40 % answers; solution/cuda-test.yaml is module 01's cell",
     "02-gpu-operator": "58 % answers",
     "03-scheduling": "solution/quota.yaml is module 03's quota",
-    "04a-time-slicing": "24 % answers; the device-plugin config is module 04's demo config",
-    "04b-operator-time-slicing": "27 % answers",
-    "04c-per-node-sharing": "21 % answers",
-    "04d-mig": "30 % answers",
     "06-troubleshooting": "40 % answers",
 }
 
