@@ -38,16 +38,24 @@ def failure(node: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _failure(node: Mapping[str, Any]) -> tuple[str, str, str]:
+    config, reason, pod, _ = _failure_record(node)
+    return config, reason, pod
+
+
+def _failure_record(node: Mapping[str, Any]) -> tuple[str, str, str, str]:
     try:
         raw = json.loads(hoststate.node_annotations(node).get(names.MIG_FAILURE, "{}"))
-        return str(raw.get("config", "")), str(raw.get("reason", "")), str(raw.get("pod", ""))
+        return (str(raw.get("config", "")), str(raw.get("reason", "")), str(raw.get("pod", "")),
+                str(raw.get("file", "")))
     except (ValueError, AttributeError):
-        return "", "", ""
+        return "", "", "", ""
 
 
-def failure_annotation(config: str, reason: str, pod: str = "") -> str:
-    """The failure record; ``pod`` is the mig-manager pod that failed (a new one tries the label again)."""
-    return json.dumps({"config": config, "reason": reason, "pod": pod}, sort_keys=True)
+def failure_annotation(config: str, reason: str, pod: str = "", file: str = "") -> str:
+    """The failure record; ``pod`` is the mig-manager pod that failed (a new one tries the label again) and
+    ``file`` the ConfigMap it read: when ``migManager.config`` names another one, the operator rolls the
+    mig-manager DaemonSet (its config volume changed), and the new pod applies the label again."""
+    return json.dumps({"config": config, "reason": reason, "pod": pod, "file": file}, sort_keys=True)
 
 
 def _same(layouts: tuple[mig.GpuLayout, ...], gpus: tuple[inventory.GpuInfo, ...]) -> bool:
@@ -77,8 +85,9 @@ def decide(node: Mapping[str, Any], pol: policy_mod.Policy | None, file_text: st
     applied = hoststate.node_annotations(node).get(names.MIG_APPLIED)
     if state == "success" and applied == wanted:
         return Decision(NONE)
-    failed_config, _, failed_pod = _failure(node)
-    if state == "failed" and failed_config == wanted and (manager_pod is None or failed_pod in ("", manager_pod)):
+    failed_config, _, failed_pod, failed_file = _failure_record(node)
+    if state == "failed" and failed_config == wanted and (manager_pod is None or failed_pod in ("", manager_pod)) \
+            and failed_file in ("", pol.mig_config):
         return Decision(NONE)
     inv = hoststate.inventory_of(node, with_faults=False)
     assert inv is not None
