@@ -85,14 +85,17 @@ def decide(node: Mapping[str, Any], pol: policy_mod.Policy | None, file_text: st
     applied = hoststate.node_annotations(node).get(names.MIG_APPLIED)
     if state == "success" and applied == wanted:
         return Decision(NONE)
-    failed_config, _, failed_pod, failed_file = _failure_record(node)
+    failed_config, failed_reason, failed_pod, failed_file = _failure_record(node)
+    # A missing ConfigMap never starts a real manager pod (its config volume waits), so once it exists the
+    # label is applied; a different file means a rolled DaemonSet and a new pod.
+    file_appeared = file_text is not None and failed_reason == _missing(pol.mig_config)
     if state == "failed" and failed_config == wanted and (manager_pod is None or failed_pod in ("", manager_pod)) \
-            and failed_file in ("", pol.mig_config):
+            and failed_file in ("", pol.mig_config) and not file_appeared:
         return Decision(NONE)
     inv = hoststate.inventory_of(node, with_faults=False)
     assert inv is not None
     if file_text is None:
-        return Decision(FAILED, wanted, f'configmap "{pol.mig_config}" not found in namespace {names.NAMESPACE}')
+        return Decision(FAILED, wanted, _missing(pol.mig_config))
     spec, problem = _parse(file_text, pol.mig_config)
     if spec is None:
         return Decision(FAILED, wanted, "error parsing config file: " + problem)
@@ -102,6 +105,10 @@ def decide(node: Mapping[str, Any], pol: policy_mod.Policy | None, file_text: st
     if result.ok and _same(result.layouts, inv.gpus):
         return Decision(SUCCESS, wanted, result=result)
     return Decision(APPLY, wanted, result.reason or "", result)
+
+
+def _missing(configmap: str) -> str:
+    return f'configmap "{configmap}" not found in namespace {names.NAMESPACE}'
 
 
 def paused_labels(node_labels: Mapping[str, str]) -> dict[str, str]:
