@@ -29,6 +29,7 @@ class Decision:
     config: str = ""
     reason: str = ""
     result: mig.ApplyResult | None = None
+    file: str = ""  # the mig-parted ConfigMap the decision read
 
 
 def failure(node: Mapping[str, Any]) -> tuple[str, str]:
@@ -95,16 +96,16 @@ def decide(node: Mapping[str, Any], pol: policy_mod.Policy | None, file_text: st
     inv = hoststate.inventory_of(node, with_faults=False)
     assert inv is not None
     if file_text is None:
-        return Decision(FAILED, wanted, _missing(pol.mig_config))
+        return Decision(FAILED, wanted, _missing(pol.mig_config), file=pol.mig_config)
     spec, problem = _parse(file_text, pol.mig_config)
     if spec is None:
-        return Decision(FAILED, wanted, "error parsing config file: " + problem)
+        return Decision(FAILED, wanted, "error parsing config file: " + problem, file=pol.mig_config)
     if wanted not in spec.configs:
-        return Decision(FAILED, wanted, f"selected mig-config not present: {wanted}")
+        return Decision(FAILED, wanted, f"selected mig-config not present: {wanted}", file=pol.mig_config)
     result = mig.apply(wanted, spec, inv.gpus)
     if result.ok and _same(result.layouts, inv.gpus):
-        return Decision(SUCCESS, wanted, result=result)
-    return Decision(APPLY, wanted, result.reason or "", result)
+        return Decision(SUCCESS, wanted, result=result, file=pol.mig_config)
+    return Decision(APPLY, wanted, result.reason or "", result, file=pol.mig_config)
 
 
 def _missing(configmap: str) -> str:
