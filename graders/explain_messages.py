@@ -39,6 +39,7 @@ def say(key: str, /, **fields: object) -> Point:
 
 
 _F, _O, _S, _SH, _D, _OP = "gpu-fundamentals", "gpu-operator", "scheduling", "sharing", "dra", "operations"
+_MIG = "mig"
 
 CATALOG: Mapping[str, tuple[str, str]] = MappingProxyType({
     # --- what state the pod is in ------------------------------------------------------------------------
@@ -126,13 +127,13 @@ CATALOG: Mapping[str, tuple[str, str]] = MappingProxyType({
         "Devices that exist but are not allocatable mean the device plugin is down (crash-looping, waiting for the "
         "driver or container-toolkit validation, or paused by the MIG manager) or GPUs are unhealthy; a failing CUDA "
         "or plugin validation does not take GPUs away. See `gpulab gpu-operator status`."),
-    "node/gpu-mig-failed": (_SH,
+    "node/gpu-mig-failed": (_MIG,
         "The pod asks for {want} {resource}; the node has {allocatable}. Its MIG manager reports "
         "`nvidia.com/mig.config.state=failed` for `{mig_config}`: the layout was not (fully) applied. The reason is "
         "in `kubectl describe node` (a name not in the mig-parted file, a layout that does not fit, or a pod still "
         "using a GPU being changed: the MIG manager never evicts pods). Drain the node's GPU pods first, then "
         "relabel or restart the mig-manager pod."),
-    "node/gpu-mig-pending": (_SH,
+    "node/gpu-mig-pending": (_MIG,
         "The pod asks for {want} {resource}; the node has {allocatable}. Its MIG manager is repartitioning it "
         "(`nvidia.com/mig.config.state=pending` for `{mig_config}`), and the device plugin is paused until it is "
         "done."),
@@ -142,7 +143,7 @@ CATALOG: Mapping[str, tuple[str, str]] = MappingProxyType({
     "node/gpu-shared-busy": (_SH,
         "The pod asks for {want} {resource}; the node offers {allocatable} shared replicas and pods already hold "
         "{used}, leaving {free}."),
-    "node/gpu-mig-busy": (_SH,
+    "node/gpu-mig-busy": (_MIG,
         "The pod asks for {want} {resource}; the node has {allocatable} of these MIG devices and pods already hold "
         "{used}, leaving {free}. MIG devices exist only for the profiles in the node's current MIG layout."),
     "node/extended-busy": (_F,

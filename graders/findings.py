@@ -28,7 +28,7 @@ class Severity(str, enum.Enum):
 
 
 # The course sections a hint may send a learner to (ids of the course's top-level chapters).
-SECTIONS: tuple[str, ...] = ("gpu-fundamentals", "gpu-operator", "scheduling", "sharing", "dra", "operations")
+SECTIONS: tuple[str, ...] = ("gpu-fundamentals", "gpu-operator", "scheduling", "sharing", "mig", "dra", "operations")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ SECTION_TITLES: Mapping[str, str] = MappingProxyType(
         "gpu-fundamentals": "GPU fundamentals for Kubernetes",
         "gpu-operator": "The device plugin and the GPU Operator",
         "scheduling": "Scheduling GPU workloads",
-        "sharing": "Sharing GPUs: time-slicing, MPS and MIG",
+        "sharing": "Sharing GPUs: time-slicing and MPS",
+        "mig": "MIG: partitioning GPUs in hardware",
         "dra": "Dynamic Resource Allocation",
         "operations": "Operating and troubleshooting GPU nodes",
     }
@@ -63,6 +64,7 @@ def say(key: str, /, **fields: object) -> Said:
 
 
 _F, _O, _S, _SH, _D, _OP = "gpu-fundamentals", "gpu-operator", "scheduling", "sharing", "dra", "operations"
+_MIG = "mig"
 
 CATALOG: Mapping[str, Msg] = MappingProxyType({
     # --- reading the file -------------------------------------------------------------------------------
@@ -189,16 +191,16 @@ CATALOG: Mapping[str, Msg] = MappingProxyType({
     "gpu-resource-name/unknown": Msg(W, _S,
         "`{resource}` is not advertised by any node of this fleet; the pod would stay Pending.",
         "Check the resource name.{did_you_mean} The fleet offers: {offered}."),
-    "gpu-resource-name/mig-other-model": Msg(E, _SH,
+    "gpu-resource-name/mig-other-model": Msg(E, _MIG,
         "`{resource}` names the MIG profile {profile}, which exists on {models} but not on this fleet's MIG GPUs ({fleet_models}).",
         "MIG profile names carry the memory size of the card. On this fleet use one of: {offered}."),
-    "gpu-resource-name/mig-unknown-profile": Msg(E, _SH,
+    "gpu-resource-name/mig-unknown-profile": Msg(E, _MIG,
         "`{resource}` does not name a MIG profile of any GPU model.",
         "MIG resources look like `nvidia.com/mig-<g>g.<memory>gb`. On this fleet use one of: {offered}."),
-    "gpu-resource-name/mig-needs-mixed": Msg(W, _SH,
+    "gpu-resource-name/mig-needs-mixed": Msg(W, _MIG,
         "`{resource}` is only advertised under the mixed MIG strategy; this fleet runs {strategies} and nothing in the submission switches it to mixed.",
         "Under the single strategy MIG devices are advertised as `nvidia.com/gpu`; ask for that, or set `spec.mig.strategy: mixed` in the ClusterPolicy."),
-    "gpu-resource-name/mig-not-configured": Msg(W, _SH,
+    "gpu-resource-name/mig-not-configured": Msg(W, _MIG,
         "{models} can provide `{resource}`, but no node is partitioned that way right now (offered: {offered}).",
         "Apply a MIG layout with that profile (label the node `nvidia.com/mig.config=...`) or ask for a profile that exists."),
     "gpu-capacity/too-many": Msg(E, _S,
@@ -333,7 +335,7 @@ CATALOG: Mapping[str, Msg] = MappingProxyType({
     "device-plugin-config/mps-too-many-replicas": Msg(E, _SH,
         "MPS allows at most {limit} clients per GPU; the MPS daemon fails with `invalid device maximum allowed replicas exceeded: {replicas} > {limit}`.",
         "Use at most {limit} replicas."),
-    "device-plugin-config/mig-resource-needs-mixed": Msg(W, _SH,
+    "device-plugin-config/mig-resource-needs-mixed": Msg(W, _MIG,
         "`{resource}` exists only under the mixed MIG strategy; with `{strategy}` this entry shares nothing.",
         "Set `flags.migStrategy: mixed`, or share `nvidia.com/gpu`."),
     "device-plugin-config/renamed": Msg(I, _SH,
@@ -356,16 +358,16 @@ CATALOG: Mapping[str, Msg] = MappingProxyType({
         "changes nothing else; `kubectl apply` refuses the object (`strict decoding error: unknown field "
         "\"{field}\"`), and so does `kubectl apply --server-side` (`field not declared in schema`).",
         "Field names are case-sensitive; `kubectl explain clusterpolicy.{parent}` lists the fields and what they do."),
-    "mig-parted-config/too-big": Msg(W, _SH,
+    "mig-parted-config/too-big": Msg(W, _MIG,
         "This mig-parted config has more than {limit} values; it was not checked in detail.",
         "Keep only the named configs you use."),
-    "mig-parted-config/invalid": Msg(E, _SH,
+    "mig-parted-config/invalid": Msg(E, _MIG,
         "mig-parted rejects this config: {problem}.",
         "mig-parted is strict: every entry needs `devices` and `mig-enabled`, and `mig-devices` when enabled; no other fields."),
-    "mig-parted-config/filter-matches-nothing": Msg(I, _SH,
+    "mig-parted-config/filter-matches-nothing": Msg(I, _MIG,
         "The device-filter of \"{config}\" ({filters}) matches none of the fleet's MIG GPUs: {fleet}.",
         "Nothing to do if the entry is meant for other hardware."),
-    "mig-parted-config/does-not-fit": Msg(E, _SH,
+    "mig-parted-config/does-not-fit": Msg(E, _MIG,
         "The MIG layout of \"{config}\" cannot be created on {model}: {reason}. The MIG manager would set the node's `nvidia.com/mig.config.state` to failed.",
         "MIG instances sit at fixed positions of the memory slices; choose a combination that fits (profiles: {profiles})."),
     # --- DRA ---------------------------------------------------------------------------------------------------

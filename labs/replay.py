@@ -487,9 +487,15 @@ def _settle(client: Client, spec: LabSpec, step: steps.Wait) -> None:
         now = _fingerprint(client, spec)
         if now != last:
             last, quiet_since = now, time.monotonic()
-        elif time.monotonic() - quiet_since >= QUIET_S:
+        elif time.monotonic() - quiet_since >= QUIET_S and not _mig_pending(client):
             return
         time.sleep(0.1)
+
+
+def _mig_pending(client: Client) -> bool:
+    """A MIG manager at work (state ``pending``) is quiet while it resets GPUs, yet its outcome is still coming."""
+    return any(as_map(dig(n, "metadata", "labels")).get(names.MIG_CONFIG_STATE) == "pending"
+               for n in client.get("/api/v1/nodes").get("items", []))
 
 
 def _settle_pods(client: Client, spec: LabSpec, cap: float) -> None:

@@ -60,7 +60,7 @@ def stream_text(nb: Any) -> str:
 
 
 def test_notebooks_are_found() -> None:
-    assert NOTEBOOKS[0] == "00-start-here.ipynb" and len(NOTEBOOKS) >= 7, NOTEBOOKS
+    assert NOTEBOOKS[0] == "00-start-here.ipynb" and len(NOTEBOOKS) == 9, NOTEBOOKS
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

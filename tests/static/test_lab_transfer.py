@@ -15,10 +15,6 @@ import yaml
 from labs import audit, catalog
 
 NOT_YET: dict[str, str] = {
-    "04a-time-slicing": "24 % answers; the device-plugin config is module 04's demo config",
-    "04b-operator-time-slicing": "27 % answers",
-    "04c-per-node-sharing": "21 % answers",
-    "04d-mig": "30 % answers",
 }
 
 POD = """apiVersion: v1

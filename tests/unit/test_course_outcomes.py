@@ -34,7 +34,8 @@ MODULES = {
     "01-gpu-fundamentals-device-plugins": "gpu-fundamentals",
     "02-gpu-operator": "gpu-operator",
     "03-scheduling": "scheduling",
-    "04-sharing": "sharing",
+    "04-time-slicing-and-mps": "sharing",
+    "04b-mig": "mig",
     "05-dra": "dra",
     "06-troubleshooting-operations": "operations",
 }
@@ -75,7 +76,7 @@ def headings(name: str) -> tuple[str, ...]:
 
 
 def title(name: str) -> str:
-    return re.sub(r"^Module \d+:\s*", "", headings(name)[0])
+    return re.sub(r"^Module \d+[a-z]?:\s*", "", headings(name)[0])
 
 
 @cache

@@ -195,6 +195,27 @@ def test_after_a_failure_only_a_label_change_or_a_new_manager_pod_tries_again() 
     assert migmanager.decide(node, default_policy(), FILE, "mm-2").action == migmanager.APPLY
 
 
+def test_a_failure_is_tried_again_once_mig_manager_config_names_another_file() -> None:
+    """The operator rolls the mig-manager DaemonSet when ``migManager.config`` changes (its config volume), so a
+    label that failed against the old file is applied again from the new one; the same file keeps the failure."""
+    node = labelled("all-1g.10gb", **{names.MIG_CONFIG_STATE: "failed"})
+    node["metadata"]["annotations"][names.MIG_FAILURE] = migmanager.failure_annotation(
+        "all-1g.10gb", "selected mig-config not present: all-1g.10gb", "mm-1", "old-mig-config")
+    assert migmanager.decide(node, default_policy(mig_config="old-mig-config"), FILE, "mm-1").action == migmanager.NONE
+    assert migmanager.decide(node, default_policy(), FILE, "mm-1").action == migmanager.APPLY
+
+
+def test_a_failure_for_a_missing_configmap_is_tried_again_once_it_exists() -> None:
+    """A real mig-manager pod whose config volume is missing waits instead of running; created, it applies."""
+    node = labelled("all-1g.10gb", **{names.MIG_CONFIG_STATE: "failed"})
+    missing = migmanager.decide(node, default_policy(), None, "mm-1")
+    assert missing.action == migmanager.FAILED
+    node["metadata"]["annotations"][names.MIG_FAILURE] = migmanager.failure_annotation(
+        "all-1g.10gb", missing.reason, "mm-1", names.MIG_CONFIGMAP)
+    assert migmanager.decide(node, default_policy(), None, "mm-1").action == migmanager.NONE
+    assert migmanager.decide(node, default_policy(), FILE, "mm-1").action == migmanager.APPLY
+
+
 def test_gpu_clients_are_daemonset_pods_that_select_the_client_label() -> None:
     """waitForPodsToBeDeleted (mig-parted v0.15) waits for DaemonSet pods selecting nvidia.com/gpu.deploy.client,
     by nodeSelector or required node affinity; a bare pod, or a DaemonSet pod that does not select it, is not one."""

@@ -81,7 +81,8 @@ def test_every_shipped_lab_loads() -> None:
     ids = labs.list_labs()
     assert len(ids) >= 6 and all(labs.get(i).tasks for i in ids)
     modules = {labs.get(i).module for i in ids}
-    assert modules == {"gpu-fundamentals", "gpu-operator", "scheduling", "sharing", "dra", "operations", "capstone"}
+    assert modules == {"gpu-fundamentals", "gpu-operator", "scheduling", "sharing", "mig", "dra", "operations",
+                       "capstone"}
 
 
 def test_unknown_fields_are_rejected_at_every_level(tmp_path: Path) -> None:

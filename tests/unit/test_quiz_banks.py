@@ -10,7 +10,7 @@ from quizzes import bank, errors, model, validate
 
 pytestmark = pytest.mark.unit
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "quizzes"
-SECTIONS = {"gpu-fundamentals", "gpu-operator", "scheduling", "sharing", "dra", "operations"}
+SECTIONS = {"gpu-fundamentals", "gpu-operator", "scheduling", "sharing", "mig", "dra", "operations"}
 
 
 def test_every_course_section_has_a_bank() -> None:

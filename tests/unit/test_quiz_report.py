@@ -90,13 +90,13 @@ def test_cli_report_prints_tables_and_writes_csv_and_png(tmp_path: Path, capsys:
     out = capsys.readouterr().out
     assert code == 0
     assert "3 learner(s): ann, bob, cyd" in out
-    for section in ("gpu-fundamentals", "gpu-operator", "scheduling", "sharing", "dra", "operations"):
+    for section in ("gpu-fundamentals", "gpu-operator", "scheduling", "sharing", "mig", "dra", "operations"):
         assert section in out
     assert "class gain" in out and "distractors chosen" in out and "r_pb" in out
     rows = list(csv.DictReader(csv_path.open()))
     sections = [r for r in rows if r["level"] == "section"]
     items = [r for r in rows if r["level"] == "item"]
-    assert len(sections) == 6 and all(r["learners"] == "3" for r in sections)
+    assert len(sections) == 7 and all(r["learners"] == "3" for r in sections)
     assert len(items) == sum(len(b.items_for(p)) for b in bank.builtin_banks() for p in model.PHASES)
     assert all(0.0 <= float(r["difficulty"]) <= 1.0 for r in items)
     assert png_path.read_bytes()[:8] == PNG_MAGIC and png_path.stat().st_size > 10_000

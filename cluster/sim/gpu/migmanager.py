@@ -29,6 +29,7 @@ class Decision:
     config: str = ""
     reason: str = ""
     result: mig.ApplyResult | None = None
+    file: str = ""  # the mig-parted ConfigMap the decision read
 
 
 def failure(node: Mapping[str, Any]) -> tuple[str, str]:
@@ -38,16 +39,24 @@ def failure(node: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _failure(node: Mapping[str, Any]) -> tuple[str, str, str]:
+    config, reason, pod, _ = _failure_record(node)
+    return config, reason, pod
+
+
+def _failure_record(node: Mapping[str, Any]) -> tuple[str, str, str, str]:
     try:
         raw = json.loads(hoststate.node_annotations(node).get(names.MIG_FAILURE, "{}"))
-        return str(raw.get("config", "")), str(raw.get("reason", "")), str(raw.get("pod", ""))
+        return (str(raw.get("config", "")), str(raw.get("reason", "")), str(raw.get("pod", "")),
+                str(raw.get("file", "")))
     except (ValueError, AttributeError):
-        return "", "", ""
+        return "", "", "", ""
 
 
-def failure_annotation(config: str, reason: str, pod: str = "") -> str:
-    """The failure record; ``pod`` is the mig-manager pod that failed (a new one tries the label again)."""
-    return json.dumps({"config": config, "reason": reason, "pod": pod}, sort_keys=True)
+def failure_annotation(config: str, reason: str, pod: str = "", file: str = "") -> str:
+    """The failure record; ``pod`` is the mig-manager pod that failed (a new one tries the label again) and
+    ``file`` the ConfigMap it read: when ``migManager.config`` names another one, the operator rolls the
+    mig-manager DaemonSet (its config volume changed), and the new pod applies the label again."""
+    return json.dumps({"config": config, "reason": reason, "pod": pod, "file": file}, sort_keys=True)
 
 
 def _same(layouts: tuple[mig.GpuLayout, ...], gpus: tuple[inventory.GpuInfo, ...]) -> bool:
@@ -77,22 +86,30 @@ def decide(node: Mapping[str, Any], pol: policy_mod.Policy | None, file_text: st
     applied = hoststate.node_annotations(node).get(names.MIG_APPLIED)
     if state == "success" and applied == wanted:
         return Decision(NONE)
-    failed_config, _, failed_pod = _failure(node)
-    if state == "failed" and failed_config == wanted and (manager_pod is None or failed_pod in ("", manager_pod)):
+    failed_config, failed_reason, failed_pod, failed_file = _failure_record(node)
+    # A missing ConfigMap never starts a real manager pod (its config volume waits), so once it exists the
+    # label is applied; a different file means a rolled DaemonSet and a new pod.
+    file_appeared = file_text is not None and failed_reason == _missing(pol.mig_config)
+    if state == "failed" and failed_config == wanted and (manager_pod is None or failed_pod in ("", manager_pod)) \
+            and failed_file in ("", pol.mig_config) and not file_appeared:
         return Decision(NONE)
     inv = hoststate.inventory_of(node, with_faults=False)
     assert inv is not None
     if file_text is None:
-        return Decision(FAILED, wanted, f'configmap "{pol.mig_config}" not found in namespace {names.NAMESPACE}')
+        return Decision(FAILED, wanted, _missing(pol.mig_config), file=pol.mig_config)
     spec, problem = _parse(file_text, pol.mig_config)
     if spec is None:
-        return Decision(FAILED, wanted, "error parsing config file: " + problem)
+        return Decision(FAILED, wanted, "error parsing config file: " + problem, file=pol.mig_config)
     if wanted not in spec.configs:
-        return Decision(FAILED, wanted, f"selected mig-config not present: {wanted}")
+        return Decision(FAILED, wanted, f"selected mig-config not present: {wanted}", file=pol.mig_config)
     result = mig.apply(wanted, spec, inv.gpus)
     if result.ok and _same(result.layouts, inv.gpus):
-        return Decision(SUCCESS, wanted, result=result)
-    return Decision(APPLY, wanted, result.reason or "", result)
+        return Decision(SUCCESS, wanted, result=result, file=pol.mig_config)
+    return Decision(APPLY, wanted, result.reason or "", result, file=pol.mig_config)
+
+
+def _missing(configmap: str) -> str:
+    return f'configmap "{configmap}" not found in namespace {names.NAMESPACE}'
 
 
 def paused_labels(node_labels: Mapping[str, str]) -> dict[str, str]:

@@ -153,7 +153,7 @@ class MigRunner:
             return
         text = reason or "unknown error"
         failed: dict[str, str | None] = {
-            names.MIG_FAILURE: migmanager.failure_annotation(config, text, self._manager_pod(name))}
+            names.MIG_FAILURE: migmanager.failure_annotation(config, text, self._manager_pod(name), decision.file)}
         if layouts is not None:  # what the driver did before it refused stays done
             failed.update({names.MIG_LAYOUT: hoststate.layout_annotation(layouts), names.MIG_APPLIED: None})
         await self._patch(name, {names.MIG_CONFIG_STATE: "failed", **restored}, failed)
