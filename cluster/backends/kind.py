@@ -157,18 +157,19 @@ class KindBackend(StateDir):
                 prog.advance(detail=f"{w.kind_node} = {w.fleet_node}")
 
     def _apply(self, client: Client, w: kindconfig.Worker) -> None:
-        path = f"/api/v1/nodes/{w.kind_node}"
+        path = f"/api/v1/nodes/{w.fleet_node}"
         for attempt in range(5):
             try:
                 current = client.get(path)
             except errors.NotFound as exc:
                 raise errors.ClusterError(
-                    f"kind worker {w.kind_node} (fleet node {w.fleet_node}) has not registered with the API server",
+                    f"fleet node {w.fleet_node} (kind container {w.kind_node}) has not registered with the API server",
                     hint=f"docker logs {w.kind_node}; then gpulab down --purge and gpulab up --backend kind") from exc
             got = current["metadata"].get("labels", {}).get(kindconfig.FLEET_NODE_LABEL)
             if got != w.fleet_node:
                 raise errors.ClusterError(
-                    f"kind node {w.kind_node} carries {kindconfig.FLEET_NODE_LABEL}={got!r}, expected {w.fleet_node!r}",
+                    f"node {w.fleet_node} (kind container {w.kind_node}) carries {kindconfig.FLEET_NODE_LABEL}={got!r}, "
+                    f"expected {w.fleet_node!r}",
                     hint=f"the cluster does not match {self.config_path()}; gpulab down --purge, then gpulab up")
             try:
                 client.patch(path, kindconfig.metadata_patch(w, current))
@@ -203,7 +204,8 @@ class KindBackend(StateDir):
         names = {n.name for n in found}
         mapping: dict[str, str] = state.get("nodes", {})
         if found:
-            problems += [f"fleet node {f} ({k}) is missing" for f, k in sorted(mapping.items()) if k not in names]
+            problems += [f"fleet node {f} (kind container {k}) is missing" for f, k in sorted(mapping.items())
+                         if f not in names]
         problems += [f"node {n.name} is NotReady" for n in found if not n.ready]
         st = self.sup.state(steps_mod.GPU_STACK)
         comps = [ComponentStatus(steps_mod.GPU_STACK, st.running, st.pid, None if not st.running else True,
@@ -360,7 +362,7 @@ class _WaitNodes(_KindStep):
         workers = self._workers(ctx)
         ctx.prog.start(f"waiting for {len(workers)} workers to be Ready")
         with Client.from_kubeconfig(self.be.kubeconfig()) as client:
-            ops.wait_nodes_ready(client, {w.kind_node for w in workers}, timeout=NODES_READY_TIMEOUT)
+            ops.wait_nodes_ready(client, {w.fleet_node for w in workers}, timeout=NODES_READY_TIMEOUT)
         ctx.prog.finish()
 
 
