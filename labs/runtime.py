@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster import backends, errors
-from cluster.backends import guard
+from cluster.backends import guard, kind as kind_backend
 from cluster.backends.base import state_root
 from cluster.kube.client import Client
 from graders import Check, ClusterView, LiveView, Report, Severity, snapshot, source, write_bundle
@@ -155,10 +155,19 @@ class Lab:
                 ev.view = LiveView(client)
                 redone = {c.id: self._evaluate(ev, by_id[c.id].id) for c in failing}
                 report = Report.from_checks(self.id, [redone.get(c.id, c) for c in report.checks])
+            if not report.passed and kind_backend.differences(self.id) and kind_backend.runs_on_kind(client):
+                report = self._kind_differences(report)
         if wait > 0:
             report = Report.from_checks(self.id, [self._timed_out(c, wait, by_id[c.id].cluster)
                                                   for c in report.checks])
         return report
+
+    def _kind_differences(self, report: Report) -> Report:
+        """On kind, a check only our pod agent can satisfy is not held against the learner: it says why instead
+        (docs/kind.md, "What a kind kubelet cannot do")."""
+        why = kind_backend.differences(self.id)
+        return Report.from_checks(self.id, [Check(c.id, True, c.points, why[c.id], "")
+                                            if not c.passed and c.id in why else c for c in report.checks])
 
     def _evaluate(self, ev: evidence.Evidence, check_id: str) -> Check:
         spec = next(c for c in self.spec.checks if c.id == check_id)

@@ -40,8 +40,7 @@ KEY="$(cat "$0" "$HERE"/runc-nosysresource "$HERE"/src/*/*.go "$HERE"/src/*/go.m
 KROOT="$CACHE/kind"
 WORK="$KROOT/$KIND_VERSION-$K8S-$KEY"
 # The Go builds and the base image have keys of their own, so an edit elsewhere in this script reuses them.
-BIN_KEY="$(cat "$HERE"/src/*/*.go "$HERE"/src/*/go.mod "$HERE"/src/go.mod <(echo "$K8S $COREDNS_VERSION $CRICTL_VERSION") \
-           | sha256sum | cut -c1-12)"
+BIN_KEY="$(cat "$HERE"/src/coredns/* <(echo "$K8S $COREDNS_VERSION $CRICTL_VERSION") | sha256sum | cut -c1-12)"
 BASE_KEY="$(sed -n '/^# --- the base image/,/^# --- component images/p' "$0" | cat - <(echo "$KIND_VERSION") \
             | sha256sum | cut -c1-12)"
 BIN="$KROOT/bin-$K8S-$BIN_KEY"
@@ -112,15 +111,13 @@ if [ ! -x "$BIN/crictl" ]; then
   log "building crictl $CRICTL_VERSION"
   GOBIN="$BIN" GOFLAGS= nice -n 10 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
 fi
-if [ ! -x "$BIN/pause" ] || [ ! -x "$BIN/kindnetd" ]; then
-  log "building pause and kindnetd-lite"
-  (cd "$HERE/src" && gob -ldflags "-s -w" -o "$BIN/pause" ./pause && gob -ldflags "-s -w" -o "$BIN/kindnetd" ./kindnetd)
-fi
+log "building pause, kindnetd-lite and the workload stand-in (seconds)"
+(cd "$HERE/src" && for p in pause kindnetd workload; do gob -ldflags "-s -w" -o "$BIN/$p" "./$p"; done)
 
 # --- the base image (debootstrapped bookworm + kind's base files) -----------------------------------------------
 KIND_SRC="$GOMODCACHE/sigs.k8s.io/kind@$KIND_VERSION"
 if ! docker image inspect "$BASE_TAG" >/dev/null 2>&1; then
-  ROOTFS="$WORK/rootfs"
+  ROOTFS="$KROOT/rootfs-$BASE_KEY"
   if [ ! -e "$ROOTFS/.done" ]; then
     log "debootstrap bookworm (minbase + systemd, containerd, runc, CNI plugins, iptables)"
     rm -rf "$ROOTFS"
@@ -176,7 +173,7 @@ EOF
   fi
   log "importing the base image $BASE_TAG"
   tar -C "$ROOTFS" --exclude=./.done -c . | nice -n 10 docker import \
-    --change 'ENV container=docker' --change 'STOPSIGNAL SIGRTMIN+3' \
+    --change 'ENV container=docker' \
     --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' - "$BASE_TAG" >/dev/null
   rm -rf "$ROOTFS"  # the image holds it now
 fi
@@ -204,7 +201,9 @@ ETCD_IMAGE="$(img_of etcd)"; COREDNS_IMAGE="$(img_of coredns)"; PAUSE_IMAGE="$(i
 scratch_image "$ETCD_IMAGE" "$CP_BIN/etcd"
 scratch_image "$COREDNS_IMAGE" "$BIN/coredns" entrypoint
 scratch_image "$PAUSE_IMAGE" "$BIN/pause" entrypoint
-docker tag "$PAUSE_IMAGE" registry.k8s.io/pause:3.10
+# containerd's sandbox image (our config.toml) may differ from kubeadm's pause tag: both are the same image.
+SANDBOX_IMAGE="$(docker run --rm --entrypoint cat "$BASE_TAG" /etc/containerd/config.toml | grep -o 'registry.k8s.io/pause:[^"]*')"
+[ "$SANDBOX_IMAGE" = "$PAUSE_IMAGE" ] || docker tag "$PAUSE_IMAGE" "$SANDBOX_IMAGE"
 KINDNETD_IMAGE="$(grep -o 'docker.io/kindest/kindnetd:[^"]*' "$KIND_SRC/pkg/build/nodeimage/const_cni.go")"
 STORAGE_IMAGES="$(grep -o 'docker.io/kindest/local-path-[a-z]*:[^"]*' "$KIND_SRC/pkg/build/nodeimage/const_storage.go")"
 # The storage images are placeholders (pause): the labs need no volumes, and kind's manifest still applies.
@@ -215,12 +214,28 @@ cp "$BIN/kube-proxy" "$CTX/kube-proxy/"; cp "$BIN/kindnetd" "$CTX/kindnetd/"
 printf 'FROM %s\nCOPY kube-proxy /usr/local/bin/\nENTRYPOINT []\n' "$BASE_TAG" > "$CTX/kube-proxy/Dockerfile"
 printf 'FROM %s\nCOPY kindnetd /usr/local/bin/\nENTRYPOINT ["/usr/local/bin/kindnetd"]\n' "$BASE_TAG" > "$CTX/kindnetd/Dockerfile"
 docker build -q -t "registry.k8s.io/kube-proxy:$K8S" "$CTX/kube-proxy" >/dev/null
+# The images the labs' pods and the simulated operator's operands name cannot be pulled here (and hold no GPU code
+# worth running without a GPU): one stand-in (src/workload) answers to all of them.
+mkdir -p "$CTX/workload"; cp "$BIN/workload" "$CTX/workload/"
+printf 'FROM scratch\nCOPY workload /bin/sleep\nCOPY workload /bin/sh\nCOPY workload /bin/bash\nCOPY workload /usr/bin/sleep\nENV PATH=/usr/local/bin:/usr/bin:/bin\nCMD ["/bin/sleep", "infinity"]\n' > "$CTX/workload/Dockerfile"
+docker build -q -t gpulab/workload:stand-in "$CTX/workload" >/dev/null
+WORKLOAD_IMAGES="$(cd "$REPO" && "$PY" - <<'EOF'
+import re
+from pathlib import Path
+from cluster.sim.gpu import manifests
+found = {manifests.IMAGE}
+for path in Path("labs").glob("0*/**/*.yaml"):
+    found.update(m.group(1) for m in re.finditer(r"image:\s*[\"']?([^\s\"']+)", path.read_text()))
+print(" ".join(sorted(i for i in found if ":" in i)))
+EOF
+)"
+for i in $WORKLOAD_IMAGES; do docker tag gpulab/workload:stand-in "$i"; done
 docker build -q -t "$KINDNETD_IMAGE" "$CTX/kindnetd" >/dev/null
 # kind reads one archive's tags from the first of `repositories` / `manifest.json` it meets and pulls every image
 # it did not find there; so every extra image rides in kube-proxy.tar with a `repositories` entry first, in full
 # docker.io names (the names kind compares).
-EXTRA=("registry.k8s.io/kube-proxy:$K8S" "$ETCD_IMAGE" "$COREDNS_IMAGE" "$PAUSE_IMAGE" registry.k8s.io/pause:3.10
-       "$KINDNETD_IMAGE" $STORAGE_IMAGES)
+EXTRA=("registry.k8s.io/kube-proxy:$K8S" "$ETCD_IMAGE" "$COREDNS_IMAGE" $(echo "$PAUSE_IMAGE" "$SANDBOX_IMAGE" | tr ' ' '\n' | sort -u)
+       "$KINDNETD_IMAGE" $STORAGE_IMAGES $WORKLOAD_IMAGES)
 docker save "${EXTRA[@]}" -o "$WORK/kube-proxy.raw.tar"
 "$PY" - "$WORK/kube-proxy.raw.tar" "$SB/kube-proxy.tar" <<'EOF'
 import json, sys, tarfile, io

@@ -31,6 +31,31 @@ log = logging.getLogger(__name__)
 WAIT = "120s"
 CREATE_TIMEOUT = 1800.0  # the first run pulls a node image of about 1 GB
 NODES_READY_TIMEOUT = 180.0
+# What the local backend's pod agent does in the kubelet's place that a real kubelet on kind cannot, per lab and
+# check id: the reason is shown to the learner with the check's result on kind (docs/kind.md, "What a kind kubelet
+# cannot do"), and those checks are graded on what kind does produce.
+DIFFERENCES: dict[str, dict[str, str]] = {
+    "04c-per-node-sharing": {
+        "greedy-refused-by-plugin": (
+            "kind backend difference: no NVIDIA device plugin registers with kind's real kubelets (there are no "
+            "GPUs), so nothing refuses a container that asks for two shared replicas; on a GPU node the plugin's "
+            "Allocate fails and the kubelet fails the pod with UnexpectedAdmissionError, as the local backend shows"),
+    },
+}
+
+
+def runs_on_kind(client: Client) -> bool:
+    """Whether the cluster behind ``client`` is a kind cluster: kind's kubelets set ``spec.providerID`` to
+    ``kind://<provider>/<cluster>/<container>`` (kind's kubeadm config), simulated nodes have none."""
+    nodes = client.get("/api/v1/nodes", limit=1).get("items") or []
+    return bool(nodes) and str(nodes[0].get("spec", {}).get("providerID", "")).startswith("kind://")
+
+
+def differences(lab_id: str) -> dict[str, str]:
+    """Check id -> why a kind kubelet cannot produce that check's outcome, for one lab."""
+    return dict(DIFFERENCES.get(lab_id, {}))
+
+
 _NO_DOCKER_HINT = ("install Docker (https://docs.docker.com/get-docker/) and start it, then run "
                    "`gpulab up --backend kind` again; without Docker, `gpulab up --backend local` needs nothing else")
 

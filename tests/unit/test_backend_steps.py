@@ -142,3 +142,33 @@ def test_up_with_a_kubeconfig_belongs_to_attach(state: Path, tmp_path: Path) -> 
     assert result.exit_code == 2
     assert "--backend attach" in result.output
     assert not AttachBackend().configured()
+
+
+class _Nodes:
+    def __init__(self, provider: str | None) -> None:
+        self.items = [] if provider is None else [{"spec": {"providerID": provider} if provider else {}}]
+
+    def get(self, path: str, **params: object) -> dict[str, object]:
+        assert path == "/api/v1/nodes"
+        return {"items": self.items}
+
+
+@pytest.mark.parametrize(("provider", "kind"), [("kind://docker/gpulab/gpulab-worker", True), ("", False),
+                                                (None, False), ("aws:///us-east-1a/i-0abc", False)])
+def test_a_kind_cluster_is_told_by_its_nodes_provider_id(provider: str | None, kind: bool) -> None:
+    from typing import cast
+
+    from cluster.backends import kind as kind_mod
+    from cluster.kube.client import Client
+
+    assert kind_mod.runs_on_kind(cast(Client, _Nodes(provider))) is kind
+
+
+def test_kind_differences_name_real_checks_and_say_kind() -> None:
+    """Every documented kind difference names a check its lab has, and tells the learner it is about kind."""
+    import labs
+    from cluster.backends import kind as kind_mod
+
+    for lab_id, why in kind_mod.DIFFERENCES.items():
+        assert set(why) <= {c.id for c in labs.get(lab_id).checks}
+        assert all(reason.startswith("kind backend difference:") for reason in why.values())
