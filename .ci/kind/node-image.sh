@@ -206,7 +206,7 @@ SANDBOX_IMAGE="$(docker run --rm --entrypoint cat "$BASE_TAG" /etc/containerd/co
 [ "$SANDBOX_IMAGE" = "$PAUSE_IMAGE" ] || docker tag "$PAUSE_IMAGE" "$SANDBOX_IMAGE"
 KINDNETD_IMAGE="$(grep -o 'docker.io/kindest/kindnetd:[^"]*' "$KIND_SRC/pkg/build/nodeimage/const_cni.go")"
 STORAGE_IMAGES="$(grep -o 'docker.io/kindest/local-path-[a-z]*:[^"]*' "$KIND_SRC/pkg/build/nodeimage/const_storage.go")"
-# The storage images are placeholders (pause): the labs need no volumes, and kind's manifest still applies.
+# The storage images are placeholders (pause): kind's image build asks for them; the node image drops their manifest.
 for s in $STORAGE_IMAGES; do docker tag "$PAUSE_IMAGE" "$s"; done
 # kube-proxy and kindnetd need iptables, ip and their libraries: both sit on the base image.
 mkdir -p "$CTX/kube-proxy" "$CTX/kindnetd"
@@ -274,7 +274,10 @@ nice -n 10 "$KIND" build node-image --type file --base-image "$BASE_TAG" --image
   "$WORK/kubernetes-server-linux-amd64.tar.gz" >"$WORK/build-node-image.log" 2>&1 \
   || { tail -30 "$WORK/build-node-image.log" >&2; exit 1; }
 # Labelled with the cache key (so --check and later runs know it is current), tagged as the image kind expects.
-printf 'FROM %s\nLABEL gpulab.key=%s\n' "$BUILT_TAG" "$KEY" | docker build -q -t "$NODE_IMAGE" - >/dev/null
+# kind's local-path provisioner image cannot be had offline, so its manifest goes: kind then installs a host-path
+# StorageClass `standard` instead (kind's installstorage action); the labs use no volumes.
+printf 'FROM %s\nRUN rm -f /kind/manifests/default-storage.yaml\nLABEL gpulab.key=%s\n' "$BUILT_TAG" "$KEY" \
+  | docker build -q -t "$NODE_IMAGE" - >/dev/null
 rm -f "$WORK/kubernetes-server-linux-amd64.tar.gz"
 # Older keys' work dirs are not needed once this one is built (the Go caches are shared and stay).
 for old in "$KROOT"/"$KIND_VERSION"-*; do [ "$old" != "$WORK" ] && [ -d "$old" ] && rm -rf "$old"; done
