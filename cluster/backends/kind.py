@@ -41,6 +41,14 @@ DIFFERENCES: dict[str, dict[str, str]] = {
             "GPUs), so nothing refuses a container that asks for two shared replicas; on a GPU node the plugin's "
             "Allocate fails and the kubelet fails the pod with UnexpectedAdmissionError, as the local backend shows"),
     },
+    "05-dra": {
+        check: ("kind backend difference: a real kubelet prepares a pod's ResourceClaims through the DRA driver's "
+                "kubelet plugin (NodePrepareResources, over a socket on the node); gpulab's DRA driver runs on your "
+                "machine and registers no kubelet plugin, so on kind the pod stays ContainerCreating "
+                "(FailedPrepareDynamicResources) after the scheduler allocated its claim; on local the pod agent plays "
+                "that plugin and the pod runs")
+        for check in ("training-job-runs", "notebook-runs")
+    },
 }
 
 
