@@ -1,7 +1,7 @@
 """Every lab on a real kind cluster: solve → check → reset, with real kubelets running the pods and the simulated
 GPU stack acting through kind's API server. Every check must pass, except that a check only the pod agent's
 kubelet-side admission can satisfy (``kind.DIFFERENCES``) must instead show the learner why kind differs, and a pod
-whose `:latest` image the kubelet must pull is ImagePullBackOff offline (``OFFLINE_PULLS``); the lab must come back
+whose `:latest` image the kubelet must pull fails to pull offline (``OFFLINE_PULLS``); the lab must come back
 to its start state after reset."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from cluster.testing import wait_for
 
 
 # CI has no registry. A pod whose image is tagged `:latest` gets imagePullPolicy Always, so the kubelet pulls it even
-# though the node image holds a stand-in under that name: those pods are ErrImagePull or ImagePullBackOff here, and Running on a
-# learner's kind with a network. Nothing else may fail.
+# though the node image holds a stand-in under that name: those pods are ErrImagePull or ImagePullBackOff here, and
+# Running on a learner's kind with a network. Nothing else may fail.
 OFFLINE_PULLS = {"04c-per-node-sharing": {"notebook-runs"}, "06-troubleshooting": {"notebook-runs"}}
 
 
