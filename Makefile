@@ -8,7 +8,7 @@ PIP   := $(VENV)/bin/pip
 GPULAB := $(VENV)/bin/gpulab
 JUPYTER_PORT ?= 8888
 
-.PHONY: install system-deps python-deps binaries course test test-unit test-static test-build test-e2e lint bench
+.PHONY: install system-deps python-deps binaries kind-image course test test-unit test-static test-build test-e2e test-kind lint bench
 
 install: system-deps python-deps binaries
 
@@ -32,6 +32,11 @@ $(VENV)/.installed: pyproject.toml
 # Control-plane binaries: user cache -> official download (SHA-256 checked) -> build from the Go module proxy.
 binaries: python-deps
 	$(GPULAB) binaries ensure
+
+# The offline kind node image and a Docker engine for the kind tier (.ci/kind/node-image.sh; cached under
+# ~/.cache/gpulab/kind, so a second run takes seconds). Needs root (it installs Debian's docker.io and debootstrap).
+kind-image: install
+	.ci/kind/node-image.sh
 
 # Jupyter refuses to start as root unless told (containers and CI-like machines run as root).
 JUPYTER_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
@@ -57,6 +62,9 @@ test-build: python-deps
 
 test-e2e: install
 	$(VENV)/bin/python -m pytest -p no:cacheprovider -m e2e tests
+
+test-kind: kind-image
+	$(VENV)/bin/python -m pytest -p no:cacheprovider -m kind tests
 
 lint: python-deps
 	$(VENV)/bin/mypy

@@ -8,6 +8,7 @@ Tiers (``make test`` runs them all; each has its own ``make test-TIER``):
 * ``build`` (folder tests/gobuild): builds a Go tool (the pinned kind) from the Go module proxy on first use
   (minutes; needs the proxy or a warm cache).
 * ``e2e``, ``notebooks``, ``browser``: need the real local control plane (and Chromium for ``browser``).
+* ``kind``: a real kind cluster from the offline node image (``.ci/kind/node-image.sh``, which ``.ci/run`` runs).
 
 pyproject.toml registers every marker and runs pytest with ``--strict-markers`` (an unknown mark is a collection
 error), and its ``filterwarnings`` makes a warning attributed to our own packages an error.
@@ -27,6 +28,7 @@ _TIERS = {
     "e2e": "e2e",
     "notebooks": "notebooks",
     "browser": "browser",
+    "kind": "kind",
 }
 
 

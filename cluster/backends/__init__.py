@@ -1,16 +1,25 @@
-"""Backends behind one protocol: ``local`` (embedded default), ``kind`` and ``attach``.
+"""Backends behind one protocol (``base.Backend``): ``local`` (embedded default), ``kind`` and ``attach``.
 
-``get(name)`` returns one by name; ``current()`` finds the one the last ``gpulab up`` used.
+``get(name)`` returns one by name; ``attach(kubeconfig, context)`` records an existing cluster and returns its
+backend; ``detect()`` finds the backend the last ``gpulab up`` used and says what it tried; ``current()`` is
+``detect().backend``. Nothing is chosen silently: a state record that cannot be read is an error naming it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
 
-from cluster import errors
+from cluster import errors, safefs
 from cluster.backends.base import Backend, state_root
 
+log = logging.getLogger(__name__)
+
 NAMES = ("local", "kind", "attach")
+DEFAULT = "local"
 
 
 def get(name: str, cluster_name: str = "gpulab") -> Backend:
@@ -29,11 +38,57 @@ def get(name: str, cluster_name: str = "gpulab") -> Backend:
     raise errors.BackendUnavailable(f"unknown backend {name!r} (choose one of {', '.join(NAMES)})")
 
 
-def current(cluster_name: str = "gpulab") -> Backend:
-    """The backend recorded in the cluster's state, else ``local``."""
+def attach(kubeconfig: str | os.PathLike[str] | None, context: str | None = None,
+           cluster_name: str = "gpulab") -> Backend:
+    """Record which kubeconfig (default: kubectl's) and context to use, and return the attach backend."""
+    from cluster.backends.attach import AttachBackend
+
+    be = AttachBackend(cluster_name)
+    be.configure(kubeconfig, context)
+    return be
+
+
+@dataclass(frozen=True)
+class Detection:
+    backend: Backend
+    tried: tuple[str, ...]  # what was looked at, in order, and what it said
+
+    def explain(self) -> str:
+        return "; ".join(self.tried)
+
+
+def detect(cluster_name: str = "gpulab") -> Detection:
+    """The backend of the cluster named ``cluster_name``: the one its state records, else the default (``local``)
+    when no cluster was ever brought up. A state file that exists but cannot be read, or names an unknown backend,
+    is an error that lists what was tried, never a silent fall-back."""
+    path: Path = state_root() / cluster_name / "state.json"
+    tried = [f"state record {path}"]
+    if not path.exists():
+        tried.append(f"none there, so no cluster was brought up yet: the default backend {DEFAULT!r}")
+        log.debug("backend detection: %s", "; ".join(tried))
+        return Detection(get(DEFAULT, cluster_name), tuple(tried))
+    if not safefs.looks_like_state(path.parent):
+        # Not a folder of ours: the default backend refuses to use or purge it, and says why.
+        tried.append(f"{path.parent} is not a gpulab state folder: the default backend {DEFAULT!r}, which refuses it")
+        return Detection(get(DEFAULT, cluster_name), tuple(tried))
     try:
-        data = json.loads((state_root() / cluster_name / "state.json").read_text())
-        name = str(data.get("backend", "local"))
-    except (OSError, ValueError):
-        name = "local"
-    return get(name, cluster_name)
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        tried.append(f"unreadable ({exc})")
+        raise errors.BackendUnavailable(
+            f"cannot tell which backend runs cluster {cluster_name!r}: " + "; ".join(tried),
+            hint=f"name it (`gpulab up --backend local|kind|attach`), or remove the cluster's state: "
+            "gpulab down --purge") from exc
+    name = data.get("backend") if isinstance(data, dict) else None
+    if name not in NAMES:
+        tried.append(f"records backend {name!r}, which is none of {', '.join(NAMES)}")
+        raise errors.BackendUnavailable(
+            f"cannot tell which backend runs cluster {cluster_name!r}: " + "; ".join(tried),
+            hint="name it (`gpulab up --backend local|kind|attach`), or remove the cluster's state: gpulab down --purge")
+    tried.append(f"records backend {name!r}")
+    return Detection(get(str(name), cluster_name), tuple(tried))
+
+
+def current(cluster_name: str = "gpulab") -> Backend:
+    """The backend the last ``gpulab up`` used (see ``detect``)."""
+    return detect(cluster_name).backend

@@ -18,6 +18,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from cluster import errors, fleet as fleet_mod, ops, progress as progress_mod
+from cluster.backends import steps as steps_mod
 from cluster.backends.base import ClusterStatus, StateDir
 from cluster.kube import kubeconfig as kubeconfig_mod
 from cluster.kube.client import Client
@@ -107,19 +108,28 @@ class AttachBackend(StateDir):
 
     # --- backend protocol --------------------------------------------------------------------------------
 
+    def steps(self) -> list[steps_mod.Step]:
+        """One step: the attached cluster answers (nothing is created)."""
+        return [_Reach(self)]
+
     def up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, *, retain: bool = False) -> ClusterStatus:
         """Check that the attached cluster answers; nothing is created (``retain`` has nothing to keep)."""
         if fl is not None:
             raise errors.ClusterError(
                 f"the attach backend uses the nodes the cluster already has; it cannot create fleet {fl.name!r}",
                 hint="drop --fleet, or run the fleet on a lab cluster of your own: gpulab up --backend local")
-        path, context = self._source()
-        prog.start(f"checking the attached cluster ({path}{', context ' + context if context else ''})")
-        with self._client() as client:
-            version = client.get("/version")
-            nodes = ops.list_nodes(client)
-        prog.finish(f"Kubernetes {version.get('gitVersion', '?')}, {len(nodes)} nodes")
+        steps_mod.bring_up(self.steps(), steps_mod.Context(self, prog, None), fresh=False, retain=True,
+                           teardown=lambda: None)
         return self.status()
+
+    def prepare(self, prog: progress_mod.Progress) -> str:
+        return "attach: nothing to prepare (the cluster is someone else's)"
+
+    def doctor(self) -> list[tuple[str, str, str]]:
+        if not self.configured():
+            return [("attached kubeconfig", "none", _USE_HINT)]
+        path, context = self._source()
+        return [("attached kubeconfig", f"{path}{' (context ' + context + ')' if context else ''}", "")]
 
     def status(self) -> ClusterStatus:
         if not self.configured():
@@ -163,3 +173,18 @@ class AttachBackend(StateDir):
         out = dest / "attach-status.json"
         out.write_text(self.status().to_json())
         return [out]
+
+
+class _Reach:
+    title = "reach the attached cluster"
+
+    def __init__(self, be: AttachBackend) -> None:
+        self.be = be
+
+    def run(self, ctx: steps_mod.Context) -> None:
+        path, context = self.be._source()
+        ctx.prog.start(f"checking the attached cluster ({path}{', context ' + context if context else ''})")
+        with self.be._client() as client:
+            version = client.get("/version")
+            nodes = ops.list_nodes(client)
+        ctx.prog.finish(f"Kubernetes {version.get('gitVersion', '?')}, {len(nodes)} nodes")

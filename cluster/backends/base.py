@@ -160,6 +160,8 @@ class StateDir:
 
 
 class Backend(Protocol):
+    """What every backend offers (kind's provider interface, in our terms). Callers use only this."""
+
     name: str
 
     def up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, *, retain: bool = False) -> ClusterStatus:
@@ -175,3 +177,11 @@ class Backend(Protocol):
     def tenant_kubeconfig(self, namespace: str) -> Path: ...
 
     def collect_logs(self, dest: Path) -> list[Path]: ...
+
+    def prepare(self, prog: progress_mod.Progress) -> str:
+        """Make what later bring-ups reuse (local: the etcd seed; kind: the kind binary); one line on what it did."""
+        ...
+
+    def doctor(self) -> list[tuple[str, str, str]]:
+        """This backend's prerequisites as (check, state, next step) rows for ``gpulab doctor``."""
+        ...

@@ -1,10 +1,12 @@
 """The ``kind`` backend: a real cluster of Docker containers (kind), one worker per simulated node of the fleet.
 
 Unlike ``local``, the kubelets are real, so pods really run. The GPUs stay simulated: each worker gets the fleet
-node's labels, taints and ``gpulab.dev/hardware`` annotation, and the simulated GPU stack patches node status as
-it does on ``local``. Bring-up is ordered steps (check tools, write config, ``kind create cluster``, label and taint
-the workers, wait for Ready); a failed bring-up deletes the half-built cluster unless ``retain`` is set. This module
-runs the kind CLI and talks to the API; it never calls docker itself except to ask whether the daemon answers.
+node's labels, taints and ``gpulab.dev/hardware`` annotation, and the simulated GPU stack (operator, device plugin,
+MIG manager, DRA driver) runs on the host against kind's API server, as it does on ``local``; our node and pod
+agents do not run (the kubelets are real). Bring-up is ordered steps (``steps()``: fleet, plan, tools, config,
+``kind create cluster``, fleet nodes, wait, GPU stack); a failed bring-up deletes the half-built cluster unless
+``retain`` is set. This module runs the kind CLI and talks to the API; it never calls docker itself except to ask
+whether the daemon answers.
 """
 
 from __future__ import annotations
@@ -18,22 +20,60 @@ from pathlib import Path
 from typing import Any
 
 from cluster import errors, fleet as fleet_mod, ops, progress as progress_mod, versions
-from cluster.backends import kindconfig, kindtool
-from cluster.backends.base import ClusterStatus, StateDir
+from cluster.backends import kindconfig, kindtool, steps as steps_mod
+from cluster.backends.base import ClusterStatus, ComponentStatus, StateDir
 from cluster.kube import kubeconfig
 from cluster.kube.client import Client
+from cluster.supervisor import Supervisor
 
 log = logging.getLogger(__name__)
 
 WAIT = "120s"
 CREATE_TIMEOUT = 1800.0  # the first run pulls a node image of about 1 GB
 NODES_READY_TIMEOUT = 180.0
+# What the local backend's pod agent does in the kubelet's place that a real kubelet on kind cannot, per lab and
+# check id: the reason is shown to the learner with the check's result on kind (docs/kind.md, "What a kind kubelet
+# cannot do"), and those checks are graded on what kind does produce.
+DIFFERENCES: dict[str, dict[str, str]] = {
+    "04c-per-node-sharing": {
+        "greedy-refused-by-plugin": (
+            "kind backend difference: no NVIDIA device plugin registers with kind's real kubelets (there are no "
+            "GPUs), so nothing refuses a container that asks for two shared replicas; on a GPU node the plugin's "
+            "Allocate fails and the kubelet fails the pod with UnexpectedAdmissionError, as the local backend shows"),
+    },
+    "05-dra": {
+        check: ("kind backend difference: a real kubelet prepares a pod's ResourceClaims through the DRA driver's "
+                "kubelet plugin (NodePrepareResources, over a socket on the node); gpulab's DRA driver runs on your "
+                "machine and registers no kubelet plugin, so on kind the pod stays ContainerCreating "
+                "(FailedPrepareDynamicResources) after the scheduler allocated its claim; on local the pod agent plays "
+                "that plugin and the pod runs")
+        for check in ("training-job-runs", "notebook-runs")
+    },
+}
+
+
+def runs_on_kind(client: Client) -> bool:
+    """Whether the cluster behind ``client`` is a kind cluster: kind's kubelets set ``spec.providerID`` to
+    ``kind://<provider>/<cluster>/<container>`` (kind's kubeadm config), simulated nodes have none."""
+    nodes = client.get("/api/v1/nodes", limit=1).get("items") or []
+    return bool(nodes) and str(nodes[0].get("spec", {}).get("providerID", "")).startswith("kind://")
+
+
+def differences(lab_id: str) -> dict[str, str]:
+    """Check id -> why a kind kubelet cannot produce that check's outcome, for one lab."""
+    return dict(DIFFERENCES.get(lab_id, {}))
+
+
 _NO_DOCKER_HINT = ("install Docker (https://docs.docker.com/get-docker/) and start it, then run "
                    "`gpulab up --backend kind` again; without Docker, `gpulab up --backend local` needs nothing else")
 
 
 class KindBackend(StateDir):
     name = "kind"
+
+    def __init__(self, cluster_name: str = "gpulab", root: Path | None = None) -> None:
+        super().__init__(cluster_name, root)
+        self.sup = Supervisor(self.dir)  # the host-side processes: the simulated GPU stack
 
     def config_path(self) -> Path:
         return self.dir / "kind-config.yaml"
@@ -94,54 +134,43 @@ class KindBackend(StateDir):
 
     # --- bring-up ----------------------------------------------------------------------------------------
 
+    def steps(self) -> list[steps_mod.Step]:
+        """The bring-up, in order: one small step per concern (the fleet and GPU stack steps are local's too)."""
+        return [steps_mod.FleetStep("kind", "gpulab up --backend kind"), _Plan(), _Tools(self), _Config(self),
+                _Create(self), _FleetNodes(self), _WaitNodes(self),
+                steps_mod.GpuStackStep(self.sup, self.kubeconfig(), None)]
+
     def up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, *, retain: bool = False) -> ClusterStatus:
         fresh = not self.exists()
-        fl = self._step_fleet(fl)
-        workers = kindconfig.plan(fl, self.cluster_name)  # a fleet too big fails here, before Docker is touched
-        kind = self.preflight(prog)
-        if self._state().get("created") and self.cluster_name in self._clusters(kind):
-            return self._finish(workers, prog)
-        if self.cluster_name in self._clusters(kind):
-            raise errors.ClusterError(
-                f"a kind cluster named {self.cluster_name!r} already exists but gpulab did not create it",
-                hint=f"delete it with `kind delete cluster --name {self.cluster_name}`, or use it as it is with "
-                "`gpulab up --backend attach --kubeconfig <its kubeconfig>`")
-        self._save_fleet(fl)
-        self._save({**self._state(), "backend": "kind", "kind_cluster": self.cluster_name, "fleet": fl.name,
-                    "kind_version": versions.KIND_VERSION, "node_image": versions.KIND_NODE_IMAGE, "created": False})
-        self.config_path().write_text(kindconfig.render(kindconfig.config(fl, self.cluster_name)))
-        # A fresh cluster that fails leaves no state dir behind, so its kind log is kept next to it.
-        keep_log = self.failed_log() if fresh and not retain else self.log_dir / "kind-create.log"
-        try:
-            self._create(kind, prog, retain, keep_log)
-            return self._finish(workers, prog)
-        except BaseException:
-            if not retain:
-                log.warning("bring-up failed; deleting the half-built kind cluster (use --retain to keep it)")
-                self._delete_quietly(kind)
-                if fresh:
-                    if (self.log_dir / "kind-create.log").exists():
-                        shutil.copy2(self.log_dir / "kind-create.log", keep_log)
-                    self.purge_state()
-            raise
+        ctx = steps_mod.Context(self, prog, fl, state=self._state())
+        ctx.extra.update(retain=retain, fresh=fresh)
+        steps_mod.bring_up(self.steps(), ctx, fresh=fresh, retain=retain, teardown=self._teardown_failed)
+        return self.status()
+
+    def _teardown_failed(self) -> None:
+        """Delete the half-built kind cluster and forget its state; its kind log is kept next to the state dir."""
+        self.sup.stop_all([steps_mod.GPU_STACK])
+        kind = kindtool.find()
+        if kind is not None and self._state().get("kind_cluster"):
+            self._delete_quietly(kind)
+        if (self.log_dir / "kind-create.log").exists():
+            shutil.copy2(self.log_dir / "kind-create.log", self.failed_log())
+        if os.path.lexists(self.dir):
+            self.purge_state()
+
+    def prepare(self, prog: progress_mod.Progress) -> str:
+        """The pinned kind binary (built once from the Go module proxy when missing)."""
+        return f"kind: {kindtool.ensure_kind(prog)}"
+
+    def doctor(self) -> list[tuple[str, str, str]]:
+        kind_path = kindtool.find()
+        return [("docker (kind backend)", shutil.which("docker") or "absent", ""),
+                (f"kind {versions.KIND_VERSION}", str(kind_path) if kind_path else "absent",
+                 "" if kind_path else "built on first `gpulab up --backend kind`")]
 
     def failed_log(self) -> Path:
         """Where the kind output of a failed first bring-up is kept once its state dir is gone."""
         return self.dir.parent / f"{self.cluster_name}.kind-create-failed.log"
-
-    def _step_fleet(self, fl: fleet_mod.Fleet | None) -> fleet_mod.Fleet:
-        saved = self.dir / "fleet.yaml"
-        if not saved.exists():
-            return fl or fleet_mod.load("starter")
-        current = fleet_mod.load(str(saved))
-        if fl is not None and fl.name != current.name:
-            raise errors.ClusterError(f"the kind cluster was made for fleet {current.name!r}, not {fl.name!r}",
-                                      hint=f"gpulab down --purge, then gpulab up --backend kind --fleet {fl.name}")
-        return current
-
-    def _save_fleet(self, fl: fleet_mod.Fleet) -> None:
-        self.claim()
-        (self.dir / "fleet.yaml").write_text(fleet_mod.dump(fl))
 
     def _clusters(self, kind: Path) -> list[str]:
         # Not through _kind: kind says "No kind clusters found." on stderr, which must not read as a name.
@@ -152,35 +181,6 @@ class KindBackend(StateDir):
             raise errors.CommandFailed(cmd, proc.returncode, proc.stderr + proc.stdout, hint="docker ps")
         return proc.stdout.split()
 
-    def _create(self, kind: Path, prog: progress_mod.Progress, retain: bool, log_path: Path) -> None:
-        args = ["create", "cluster", "--name", self.cluster_name, "--config", str(self.config_path()),
-                "--kubeconfig", str(self.kubeconfig()), "--wait", WAIT]
-        if retain:
-            args.append("--retain")
-        prog.start(f"creating kind cluster {self.cluster_name!r} ({versions.KIND_NODE_IMAGE})")
-        try:
-            self._kind(kind, args, "kind-create", prog, timeout=CREATE_TIMEOUT)
-        except errors.CommandFailed as exc:
-            raise errors.ClusterError(
-                f"kind could not create cluster {self.cluster_name!r} (exit {exc.returncode}):\n"
-                + _tail(exc.output),
-                hint=f"see {log_path}; `gpulab up --backend kind --retain` keeps the "
-                f"node containers for `docker logs {self.cluster_name}-control-plane`") from exc
-        prog.finish()
-        self._save({**self._state(), "created": True})
-
-    def _finish(self, workers: list[kindconfig.Worker], prog: progress_mod.Progress) -> ClusterStatus:
-        prog.start(f"labelling and tainting {len(workers)} workers as the fleet's nodes", len(workers))
-        with Client.from_kubeconfig(self.kubeconfig()) as client:
-            self.apply_fleet_nodes(client, workers, prog)
-            prog.finish()
-            self._save({**self._state(), "nodes": {w.fleet_node: w.kind_node for w in workers}})
-            ops.ensure_tenant_rbac(client)
-            prog.start(f"waiting for {len(workers)} workers to be Ready")
-            ops.wait_nodes_ready(client, {w.kind_node for w in workers}, timeout=NODES_READY_TIMEOUT)
-            prog.finish()
-        return self.status()
-
     def apply_fleet_nodes(self, client: Client, workers: list[kindconfig.Worker],
                           prog: progress_mod.Progress | None = None) -> None:
         """Give each kind worker its fleet node's labels, annotation, taints and extended resources (idempotent)."""
@@ -190,18 +190,19 @@ class KindBackend(StateDir):
                 prog.advance(detail=f"{w.kind_node} = {w.fleet_node}")
 
     def _apply(self, client: Client, w: kindconfig.Worker) -> None:
-        path = f"/api/v1/nodes/{w.kind_node}"
+        path = f"/api/v1/nodes/{w.fleet_node}"
         for attempt in range(5):
             try:
                 current = client.get(path)
             except errors.NotFound as exc:
                 raise errors.ClusterError(
-                    f"kind worker {w.kind_node} (fleet node {w.fleet_node}) has not registered with the API server",
+                    f"fleet node {w.fleet_node} (kind container {w.kind_node}) has not registered with the API server",
                     hint=f"docker logs {w.kind_node}; then gpulab down --purge and gpulab up --backend kind") from exc
             got = current["metadata"].get("labels", {}).get(kindconfig.FLEET_NODE_LABEL)
             if got != w.fleet_node:
                 raise errors.ClusterError(
-                    f"kind node {w.kind_node} carries {kindconfig.FLEET_NODE_LABEL}={got!r}, expected {w.fleet_node!r}",
+                    f"node {w.fleet_node} (kind container {w.kind_node}) carries {kindconfig.FLEET_NODE_LABEL}={got!r}, "
+                    f"expected {w.fleet_node!r}",
                     hint=f"the cluster does not match {self.config_path()}; gpulab down --purge, then gpulab up")
             try:
                 client.patch(path, kindconfig.metadata_patch(w, current))
@@ -236,12 +237,18 @@ class KindBackend(StateDir):
         names = {n.name for n in found}
         mapping: dict[str, str] = state.get("nodes", {})
         if found:
-            problems += [f"fleet node {f} ({k}) is missing" for f, k in sorted(mapping.items()) if k not in names]
+            problems += [f"fleet node {f} (kind container {k}) is missing" for f, k in sorted(mapping.items())
+                         if f not in names]
         problems += [f"node {n.name} is NotReady" for n in found if not n.ready]
-        return ClusterStatus("kind", True, server, str(self.kubeconfig()), [], found, state.get("fleet"), problems)
+        st = self.sup.state(steps_mod.GPU_STACK)
+        comps = [ComponentStatus(steps_mod.GPU_STACK, st.running, st.pid, None if not st.running else True,
+                                 "" if st.running else "not running")]
+        problems += [f"{c.name} is not running (`gpulab up` starts it)" for c in comps if not c.running]
+        return ClusterStatus("kind", True, server, str(self.kubeconfig()), comps, found, state.get("fleet"), problems)
 
     def down(self, *, purge: bool = False) -> None:
         """Delete the kind cluster (kind cannot stop one and keep its objects); ``purge`` also forgets its state."""
+        self.sup.stop_all([steps_mod.GPU_STACK])
         if self._state().get("created"):
             kind = self.preflight()
             self._kind(kind, ["delete", "cluster", "--name", self.cluster_name, "--kubeconfig", str(self.kubeconfig())],
@@ -280,6 +287,116 @@ class KindBackend(StateDir):
             except errors.CourseError as exc:
                 (dest / "kind-export-logs.error").write_text(str(exc))
         return sorted(p for p in dest.rglob("*") if p.is_file())
+
+
+class _KindStep:
+    def __init__(self, be: KindBackend) -> None:
+        self.be = be
+
+    @staticmethod
+    def _kind(ctx: steps_mod.Context) -> Path:
+        kind: Path = ctx.extra["kind"]
+        return kind
+
+    @staticmethod
+    def _workers(ctx: steps_mod.Context) -> list[kindconfig.Worker]:
+        workers: list[kindconfig.Worker] = ctx.extra["workers"]
+        return workers
+
+
+class _Plan:
+    """Pair each fleet node with a kind worker; a fleet too big for kind fails here, before Docker is touched."""
+
+    title = "plan workers"
+
+    def run(self, ctx: steps_mod.Context) -> None:
+        ctx.extra["workers"] = kindconfig.plan(ctx.need_fleet(), ctx.backend.cluster_name)
+
+
+class _Tools(_KindStep):
+    """Docker answers, and the pinned kind binary is there (built once when missing)."""
+
+    title = "docker and kind"
+
+    def run(self, ctx: steps_mod.Context) -> None:
+        ctx.extra["kind"] = self.be.preflight(ctx.prog)
+
+
+class _Config(_KindStep):
+    """Record the cluster and write kind's config; a kind cluster of that name that gpulab did not make is refused."""
+
+    title = "kind config"
+
+    def run(self, ctx: steps_mod.Context) -> None:
+        be, kind = self.be, self._kind(ctx)
+        exists = be.cluster_name in be._clusters(kind)
+        ctx.extra["exists"] = exists
+        if be._state().get("created") and exists:
+            return
+        if exists:
+            raise errors.ClusterError(
+                f"a kind cluster named {be.cluster_name!r} already exists but gpulab did not create it",
+                hint=f"delete it with `kind delete cluster --name {be.cluster_name}`, or use it as it is with "
+                "`gpulab up --backend attach --kubeconfig <its kubeconfig>`")
+        fl = ctx.need_fleet()
+        be._save({**be._state(), "backend": "kind", "kind_cluster": be.cluster_name, "fleet": fl.name,
+                  "kind_version": versions.KIND_VERSION, "node_image": versions.KIND_NODE_IMAGE, "created": False})
+        be.config_path().write_text(kindconfig.render(kindconfig.config(fl, be.cluster_name)))
+
+
+class _Create(_KindStep):
+    """``kind create cluster`` (skipped when gpulab's cluster is already there)."""
+
+    title = "kind create cluster"
+
+    def run(self, ctx: steps_mod.Context) -> None:
+        be, kind = self.be, self._kind(ctx)
+        if be._state().get("created") and ctx.extra.get("exists"):
+            return
+        retain = bool(ctx.extra.get("retain"))
+        log_path = be.failed_log() if ctx.extra.get("fresh") and not retain else be.log_dir / "kind-create.log"
+        args = ["create", "cluster", "--name", be.cluster_name, "--config", str(be.config_path()),
+                "--kubeconfig", str(be.kubeconfig()), "--wait", WAIT]
+        if retain:
+            args.append("--retain")
+        ctx.prog.start(f"creating kind cluster {be.cluster_name!r} ({versions.KIND_NODE_IMAGE})")
+        try:
+            be._kind(kind, args, "kind-create", ctx.prog, timeout=CREATE_TIMEOUT)
+        except errors.CommandFailed as exc:
+            if not ctx.extra.get("fresh") and not retain:  # a fresh one is torn down whole by bring_up
+                be._delete_quietly(kind)
+            raise errors.ClusterError(
+                f"kind could not create cluster {be.cluster_name!r} (exit {exc.returncode}):\n" + _tail(exc.output),
+                hint=f"see {log_path}; `gpulab up --backend kind --retain` keeps the "
+                f"node containers for `docker logs {be.cluster_name}-control-plane`") from exc
+        ctx.prog.finish()
+        be._save({**be._state(), "created": True})
+
+
+class _FleetNodes(_KindStep):
+    """Each worker gets its fleet node's labels, annotation, taints and extended resources; tenant RBAC exists."""
+
+    title = "fleet nodes"
+
+    def run(self, ctx: steps_mod.Context) -> None:
+        workers = self._workers(ctx)
+        ctx.prog.start(f"labelling and tainting {len(workers)} workers as the fleet's nodes", len(workers))
+        with Client.from_kubeconfig(self.be.kubeconfig()) as client:
+            self.be.apply_fleet_nodes(client, workers, ctx.prog)
+            ctx.prog.finish()
+            self.be._save({**self.be._state(), "nodes": {w.fleet_node: w.kind_node for w in workers}})
+            ops.ensure_tenant_rbac(client)
+
+
+class _WaitNodes(_KindStep):
+    title = "wait for nodes"
+
+    def run(self, ctx: steps_mod.Context) -> None:
+        workers = self._workers(ctx)
+        ctx.prog.start(f"waiting for {len(workers)} workers to be Ready")
+        with Client.from_kubeconfig(self.be.kubeconfig()) as client:
+            ops.wait_nodes_ready(client, {w.fleet_node for w in workers}, timeout=NODES_READY_TIMEOUT)
+        ctx.prog.finish()
 
 
 def _tail(output: str, lines: int = 12) -> str:

@@ -34,14 +34,15 @@ KUBELET_OWNED_LABELS = frozenset({
 class Worker:
     """One simulated node of the fleet and the kind worker that stands in for it."""
 
-    fleet_node: str
-    kind_node: str
+    fleet_node: str  # also the Node's name: kubeadm registers the worker under it
+    kind_node: str  # the container kind runs it in
     pool: fleet_mod.NodePool
     node: dict[str, Any]  # the Node object the local backend would register (cluster.sim.nodes.build_node)
 
 
 def worker_names(cluster_name: str, count: int) -> list[str]:
-    """The container (and Node) names kind gives workers: ``<name>-worker``, ``<name>-worker2``, ..."""
+    """The container names kind gives workers: ``<name>-worker``, ``<name>-worker2``, ... (the Nodes are named
+    after the fleet's nodes, through kubeadm's join configuration)."""
     return [f"{cluster_name}-worker{'' if i == 0 else i + 1}" for i in range(count)]
 
 
@@ -85,10 +86,14 @@ def kubelet_labels(w: Worker) -> dict[str, str]:
     return dict(sorted(labels.items()))
 
 
-def _join_patch(taints: tuple[fleet_mod.Taint, ...]) -> str:
-    """A kubeadm JoinConfiguration patch (no apiVersion, so kind applies it to whichever kubeadm version it uses)."""
-    doc = {"kind": "JoinConfiguration", "nodeRegistration": {"taints": [t.to_api() for t in taints]}}
-    return _yaml(doc)
+def _join_patch(node_name: str, taints: tuple[fleet_mod.Taint, ...]) -> str:
+    """A kubeadm JoinConfiguration patch (no apiVersion, so kind applies it to whichever kubeadm version it uses):
+    the Node takes the fleet node's name (kubeadm then runs the kubelet with ``--hostname-override``), and the
+    pool's taints from the moment it registers."""
+    registration: dict[str, Any] = {"name": node_name}
+    if taints:
+        registration["taints"] = [t.to_api() for t in taints]
+    return _yaml({"kind": "JoinConfiguration", "nodeRegistration": registration})
 
 
 def config(fl: fleet_mod.Fleet, cluster_name: str) -> dict[str, Any]:
@@ -96,9 +101,8 @@ def config(fl: fleet_mod.Fleet, cluster_name: str) -> dict[str, Any]:
     workers = plan(fl, cluster_name)
     node_list: list[dict[str, Any]] = [{"role": "control-plane", "image": versions.KIND_NODE_IMAGE}]
     for w in workers:
-        entry: dict[str, Any] = {"role": "worker", "image": versions.KIND_NODE_IMAGE, "labels": kubelet_labels(w)}
-        if w.pool.taints:
-            entry["kubeadmConfigPatches"] = [_join_patch(w.pool.taints)]
+        entry: dict[str, Any] = {"role": "worker", "image": versions.KIND_NODE_IMAGE, "labels": kubelet_labels(w),
+                                 "kubeadmConfigPatches": [_join_patch(w.fleet_node, w.pool.taints)]}
         node_list.append(entry)
     return {
         "kind": "Cluster",

@@ -23,6 +23,7 @@ import httpx
 
 from cluster import (binaries, errors, fleet as fleet_mod, ops, pki as pki_mod, progress as progress_mod, safefs, seed,
                      versions)
+from cluster.backends import steps as steps_mod
 from cluster.backends.base import ClusterStatus, ComponentStatus, StateDir
 from cluster.kube import kubeconfig
 from cluster.kube.client import Client
@@ -88,7 +89,6 @@ class LocalBackend(StateDir):
     def __init__(self, cluster_name: str = "gpulab", root: Path | None = None) -> None:
         super().__init__(cluster_name, root)
         self.sup = Supervisor(self.dir)
-        self.extra_agents: list[ProcessSpec] = []
 
     # --- state -------------------------------------------------------------------------------------------
 
@@ -233,7 +233,6 @@ class LocalBackend(StateDir):
                 f"--fleet={d / 'fleet.yaml'}", f"--lease-seconds={grace}", f"--renew-every={renew}",
                 f"--device-checkpoint={d / 'kubelet' / 'device-checkpoint.json'}",
             )),
-            **{spec.name: spec for spec in self.extra_agents},
         }
 
     def _wait_http(self, name: str, url: str, timeout: float, client_cert: tuple[str, str] | None = None,
@@ -283,8 +282,18 @@ class LocalBackend(StateDir):
         self._wait_http("kube-apiserver", f"https://127.0.0.1:{ports['apiserver']}/readyz", 90, admin,
                         str(pki.ca_cert))
 
-    def up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, *, retain: bool = False,
-           fleet_source: str | None = None) -> ClusterStatus:
+    def steps(self) -> list[steps_mod.Step]:
+        """The bring-up, in order (see the classes below): one small step per concern."""
+        return [steps_mod.FleetStep("local", "gpulab up"), _Binaries(), _Pki(self), _Ports(self),
+                _Kubeconfigs(self), _Seed(self), _ControlPlane(self), _WaitNodes(self), _Workloads(self)]
+        # The GPU stack needs no step of its own here: local runs it inside the sim-agents process (one Python
+        # process for node agent, pod agent and GPU stack saves about 95 MiB per learner); kind runs the same
+        # ``cluster.sim.gpu.stack`` as a host process through ``steps.GpuStackStep``.
+
+    def _device_checkpoint(self) -> Path:
+        return self.dir / "kubelet" / "device-checkpoint.json"
+
+    def up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, *, retain: bool = False) -> ClusterStatus:
         # etcd preallocates its 64 MiB write-ahead log and panics without room for it: say so before writing.
         fresh = not self.exists()
         self.ensure_space(MIN_FREE_FRESH_MIB if fresh else MIN_FREE_MIB,
@@ -293,60 +302,31 @@ class LocalBackend(StateDir):
         # waits for the first and then finds the cluster up.
         with self.writing(), self.locked("gpulab up"):
             fresh = not self.exists()
-            try:
-                with self.writing():
-                    return self._up(fl, prog, fleet_source)
-            except BaseException:
-                if fresh and not retain:
-                    log.warning("bring-up failed; removing the half-built cluster (use --retain to keep it)")
-                    self.down(purge=True)
-                raise
-
-    def _up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, fleet_source: str | None) -> ClusterStatus:
-        state = self._state()
-        fl = self._step_fleet(state, fl, fleet_source)
-        bins = binaries.ensure(prog)
-        pki = pki_mod.ensure(self.dir / "pki")
-        self._step_restart_for_renewed(pki)
-        ports = self._step_ports(state)
-        server = f"https://127.0.0.1:{ports['apiserver']}"
-        self._step_kubeconfigs(pki, server)
-        self._step_component_configs()
-        state.update(backend="local", ports=ports, fleet=state.get("fleet") or fl.name,
-                     kubernetes=versions.KUBERNETES_VERSION)
-        self._save(state)
-        specs = self._specs(bins, pki, ports, fl.node_count)
-        for old in OLD_AGENTS:
-            self.sup.stop(old)
-        seeded = not (self.dir / "etcd").exists() and self._step_seed(bins, prog)
-        prog.start("starting the control plane", len(specs))
-        # Start-up order is tuned for two cores, where every program's own start-up work competes with the API
-        # server's: only etcd, the API server and the agents (whose node agent must register the nodes the moment
-        # the API server is ready) start at once; the controller manager when the API server is ready (it would
-        # otherwise poll for it only once a second); the scheduler once the nodes are Ready.
-        for name in STARTED_FIRST:
-            self.sup.start(specs[name])
-        self._wait_api_ready(ports, pki, prog)
-        with Client.from_kubeconfig(self.kubeconfig()) as client:
-            self._step_identity_bindings(client, pki, server)
-            if seeded:
-                seed.prune_client_ca(client, pki.ca_cert.read_text())
-            prog.advance(detail="kube-apiserver")
-            self.sup.start(specs["kube-controller-manager"])
-            prog.advance(detail="kube-controller-manager")
-            ops.ensure_tenant_rbac(client)
-            prog.start(f"waiting for {fl.node_count} nodes to be Ready")
-            try:
-                ops.wait_nodes_ready(client, set(fl.node_names()), timeout=max(60.0, fl.node_count * 0.3))
-            finally:
-                for name in specs:  # also when waiting failed, so `gpulab status` shows the whole cluster
-                    self.sup.start(specs[name])
-            prog.finish()
+            ctx = steps_mod.Context(self, prog, fl, state=self._state())
+            with self.writing():
+                steps_mod.bring_up(self.steps(), ctx, fresh=fresh, retain=retain,
+                                   teardown=lambda: self.down(purge=True))
         return self.status()
 
+    def prepare(self, prog: progress_mod.Progress) -> str:
+        """The etcd bootstrap seed for these binaries (``gpulab binaries ensure`` makes it, so the first ``up`` is
+        fast too)."""
+        made = self.prepare_seed(binaries.ensure(prog), prog)
+        return (f"etcd bootstrap seed: {made}" if made else
+                "etcd bootstrap seed: could not be made (see the warning); `gpulab up` will try again")
+
+    def doctor(self) -> list[tuple[str, str, str]]:
+        found = binaries.cached()
+        rows = [(f"control-plane binaries {versions.KUBERNETES_VERSION}", str(found.directory) if found else "missing",
+                 "" if found else "gpulab binaries ensure")]
+        if found:
+            seed_dir = self.seed_location(found)
+            rows.append(("etcd bootstrap seed (faster fresh starts)", str(seed_dir) if seed_dir.exists() else "absent",
+                         "" if seed_dir.exists() else "gpulab binaries ensure (or the next `gpulab up` makes it)"))
+        return rows
+
     def _all_components(self) -> list[str]:
-        return [s.name for s in self.extra_agents] + list(OLD_AGENTS) + list(reversed(AGENTS)) + \
-            list(reversed(CONTROL_PLANE))
+        return list(OLD_AGENTS) + list(reversed(AGENTS)) + list(reversed(CONTROL_PLANE))
 
     def _step_restart_for_renewed(self, pki: pki_mod.Pki) -> None:
         """Running components read their certificates at start: after a renewal they are restarted (once every
@@ -457,26 +437,11 @@ class LocalBackend(StateDir):
             shutil.rmtree(scratch, ignore_errors=True)
             prog.finish()
 
-    def _step_fleet(self, state: dict[str, Any], fl: fleet_mod.Fleet | None, source: str | None) -> fleet_mod.Fleet:
-        saved = self.dir / "fleet.yaml"
-        if saved.exists():
-            current = fleet_mod.load(str(saved))
-            if fl is not None and fl.name != current.name:
-                raise errors.ClusterError(
-                    f"the local cluster already runs fleet {current.name!r}, not {fl.name!r}",
-                    hint="gpulab down --purge, then gpulab up --fleet " + (source or fl.name),
-                )
-            return current
-        fl = fl or fleet_mod.load("starter")
-        self.dir.mkdir(parents=True, exist_ok=True)
-        saved.write_text(fleet_mod.dump(fl))
-        return fl
-
     # --- status, down, logs, tenants --------------------------------------------------------------------
 
     def components(self) -> list[ComponentStatus]:
         out = []
-        for name in (*CONTROL_PLANE, *AGENTS, *(s.name for s in self.extra_agents)):
+        for name in (*CONTROL_PLANE, *AGENTS):
             st = self.sup.state(name)
             out.append(ComponentStatus(name, st.running, st.pid, None if not st.running else True,
                                        "" if st.running else "not running"))
@@ -537,3 +502,124 @@ class LocalBackend(StateDir):
             shutil.copy2(f, dest / f.name)
             out.append(dest / f.name)
         return out
+
+
+# --- the local bring-up's own steps (the shared ones are in cluster.backends.steps) -----------------------------
+# Start-up order is tuned for two cores, where every program's own start-up work competes with the API server's:
+# only etcd, the API server and the sim-agents process (whose node agent must register the nodes the moment the API
+# server is ready; it loads the pod agent and GPU stack after that) start at once; the controller manager when the
+# API server is ready (it would otherwise poll for it only once a second); the scheduler once the nodes are Ready.
+
+
+class _Binaries:
+    title = "binaries"
+
+    def run(self, ctx: steps_mod.Context) -> None:
+        ctx.bins = binaries.ensure(ctx.prog)
+
+
+class _LocalStep:
+    def __init__(self, be: LocalBackend) -> None:
+        self.be = be
+
+    @staticmethod
+    def _need(ctx: steps_mod.Context) -> tuple[binaries.Binaries, pki_mod.Pki]:
+        if ctx.bins is None or ctx.pki is None:
+            raise errors.ClusterError("bring-up steps ran out of order", hint="a bug in gpulab: report it")
+        return ctx.bins, ctx.pki
+
+
+class _Pki(_LocalStep):
+    """The cluster's PKI (made, or renewed when near expiry; running components then restart to load it)."""
+
+    title = "PKI"
+
+    def run(self, ctx: steps_mod.Context) -> None:
+        ctx.pki = pki_mod.ensure(self.be.dir / "pki")
+        self.be._step_restart_for_renewed(ctx.pki)
+
+
+class _Ports(_LocalStep):
+    title = "ports"
+
+    def run(self, ctx: steps_mod.Context) -> None:
+        ctx.ports = self.be._step_ports(ctx.state)
+        ctx.server = f"https://127.0.0.1:{ctx.ports['apiserver']}"
+
+
+class _Kubeconfigs(_LocalStep):
+    """Kubeconfigs and the scheduler's configuration file; then the state (ports, fleet, version) is recorded."""
+
+    title = "kubeconfigs"
+
+    def run(self, ctx: steps_mod.Context) -> None:
+        bins, pki = self._need(ctx)
+        fl = ctx.need_fleet()
+        self.be._step_kubeconfigs(pki, ctx.server)
+        self.be._step_component_configs()
+        ctx.state.update(backend="local", ports=ctx.ports, fleet=ctx.state.get("fleet") or fl.name,
+                         kubernetes=versions.KUBERNETES_VERSION)
+        self.be._save(ctx.state)
+        ctx.specs = self.be._specs(bins, pki, ctx.ports, fl.node_count)
+
+
+class _Seed(_LocalStep):
+    """A new cluster's etcd starts from the bootstrap seed (see ``cluster.seed``)."""
+
+    title = "seed"
+
+    def run(self, ctx: steps_mod.Context) -> None:
+        bins, _ = self._need(ctx)
+        ctx.seeded = not (self.be.dir / "etcd").exists() and self.be._step_seed(bins, ctx.prog)
+
+
+class _ControlPlane(_LocalStep):
+    """etcd, the API server and the node agent at once; then identities, the controller manager, tenant RBAC."""
+
+    title = "control plane"
+
+    def run(self, ctx: steps_mod.Context) -> None:
+        _, pki = self._need(ctx)
+        ctx.prog.start("starting the control plane", len(ctx.specs))
+        for old in OLD_AGENTS:  # a cluster started before the agents became one process
+            self.be.sup.stop(old)
+        for name in STARTED_FIRST:
+            self.be.sup.start(ctx.specs[name])
+        self.be._wait_api_ready(ctx.ports, pki, ctx.prog)
+        with Client.from_kubeconfig(self.be.kubeconfig()) as client:
+            self.be._step_identity_bindings(client, pki, ctx.server)
+            if ctx.seeded:
+                seed.prune_client_ca(client, pki.ca_cert.read_text())
+            ctx.prog.advance(detail="kube-apiserver")
+            self.be.sup.start(ctx.specs["kube-controller-manager"])
+            ctx.prog.advance(detail="kube-controller-manager")
+            ops.ensure_tenant_rbac(client)
+
+
+class _WaitNodes(_LocalStep):
+    """Every fleet node Ready. When waiting fails, the rest is still started, so `gpulab status` shows it all."""
+
+    title = "wait for nodes"
+
+    def run(self, ctx: steps_mod.Context) -> None:
+        fl = ctx.need_fleet()
+        ctx.prog.start(f"waiting for {fl.node_count} nodes to be Ready")
+        try:
+            with Client.from_kubeconfig(self.be.kubeconfig()) as client:
+                ops.wait_nodes_ready(client, set(fl.node_names()), timeout=max(60.0, fl.node_count * 0.3))
+        except BaseException:
+            for spec in ctx.specs.values():
+                self.be.sup.start(spec)
+            raise
+
+
+class _Workloads(_LocalStep):
+    """What places pods: the scheduler, once the nodes are Ready (the sim-agents process, which runs the pod
+    agent and the GPU stack, started with the control plane)."""
+
+    title = "scheduler"
+
+    def run(self, ctx: steps_mod.Context) -> None:
+        for name in ctx.specs:  # the scheduler; and anything a failed earlier start left stopped
+            self.be.sup.start(ctx.specs[name])
+        ctx.prog.finish()

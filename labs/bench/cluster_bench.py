@@ -70,7 +70,7 @@ class BenchCluster:
     teardown_seconds: float | None = field(default=None)
 
     def agent_names(self) -> tuple[str, ...]:
-        return AGENTS + tuple(s.name for s in self.backend.extra_agents)
+        return AGENTS
 
 
 def _status_kib(pid: int, key: str) -> int:

@@ -17,7 +17,6 @@ from cluster import backends, binaries, errors, fleet as fleet_mod, nvidiabuild,
 from cluster.backends import guard
 from cluster.gpu import clusterpolicy_crd
 from cluster.backends.base import ClusterStatus
-from cluster.backends.local import LocalBackend
 from cluster.kube.client import Client
 from labs.cli.richprogress import RichProgress
 
@@ -72,10 +71,12 @@ def register(cli: click.Group) -> None:
            context: str | None) -> None:
         """Start the lab cluster (a no-op when it is already up; restarts whatever died)."""
         fl = _fleet(fleet_name)
-        be = backends.get(backend) if backend else backends.current()
         if kubeconfig_path or context:
-            be = backends.get("attach")
-            be.configure(kubeconfig_path, context)  # type: ignore[attr-defined]
+            if backend not in (None, "attach"):
+                raise click.UsageError(f"--kubeconfig and --context belong to --backend attach, not {backend}")
+            be = backends.attach(kubeconfig_path, context)
+        else:
+            be = backends.get(backend) if backend else backends.current()
         st = be.up(fl, RichProgress(), retain=retain)
         console = _console()
         print_status(st, console)
@@ -133,21 +134,12 @@ def register(cli: click.Group) -> None:
         table.add_row("Python", sys.version.split()[0], "")
         table.add_row("Go (to build the binaries)", go or "[red]missing[/]",
                       "" if go or found else "install Go >= 1.26")
-        table.add_row(f"control-plane binaries {versions.KUBERNETES_VERSION}",
-                      f"[green]{found.directory}[/]" if found else "[red]missing[/]",
-                      "" if found else "gpulab binaries ensure")
-        if found:
-            seed_dir = LocalBackend.seed_location(found)
-            table.add_row("etcd bootstrap seed (faster fresh starts)",
-                          f"[green]{seed_dir}[/]" if seed_dir.exists() else "absent",
-                          "" if seed_dir.exists() else "gpulab binaries ensure (or the next `gpulab up` makes it)")
-        table.add_row("docker (kind backend only)", shutil.which("docker") or "absent", "")
-        from cluster.backends import kindtool
-
-        kind_path = kindtool.find()
-        table.add_row("kind (kind backend only)", str(kind_path) if kind_path else "absent",
-                      "" if kind_path else "only for --backend kind: built on first use")
-        st = backends.current().status()
+        for name in backends.NAMES:
+            for check, state, step in backends.get(name).doctor():
+                table.add_row(check, state, step)
+        detection = backends.detect()
+        table.add_row("backend", detection.backend.name, detection.explain())
+        st = detection.backend.status()
         table.add_row(f"{st.backend} cluster", "[green]healthy[/]" if st.healthy else "; ".join(st.problems[:3]),
                       "" if st.healthy else "gpulab up")
         console.print(table)
@@ -164,9 +156,7 @@ def register(cli: click.Group) -> None:
         """Make sure the binaries are in the user cache; prints where they are."""
         found = binaries.ensure(RichProgress(), sources=sources or binaries.SOURCES, force=force)
         click.echo(f"{found.directory} (source: {found.source})")
-        made = LocalBackend.prepare_seed(found, RichProgress())
-        click.echo(f"etcd bootstrap seed: {made}" if made else
-                   "etcd bootstrap seed: could not be made (see the warning); `gpulab up` will try again")
+        click.echo(backends.get("local").prepare(RichProgress()))
 
     @binaries_group.command("path")
     def path() -> None:

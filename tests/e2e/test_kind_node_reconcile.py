@@ -24,9 +24,9 @@ LocalCluster = Any  # tests/e2e/conftest.py's LocalCluster
 
 
 def _as_kubelet_registers(w: kindconfig.Worker) -> dict[str, Any]:
-    labels = {"kubernetes.io/hostname": w.kind_node, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+    labels = {"kubernetes.io/hostname": w.fleet_node, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
               **kindconfig.kubelet_labels(w)}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": w.kind_node, "labels": labels},
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": w.fleet_node, "labels": labels},
             "spec": {"taints": [t.to_api() for t in w.pool.taints]} if w.pool.taints else {}}
 
 
@@ -42,7 +42,7 @@ def workers(local_cluster: LocalCluster) -> Iterator[list[kindconfig.Worker]]:
         with local_cluster.client() as c:
             for w in plan:
                 try:
-                    c.delete(f"/api/v1/nodes/{w.kind_node}")
+                    c.delete(f"/api/v1/nodes/{w.fleet_node}")
                 except errors.NotFound:
                     pass
 
@@ -53,11 +53,11 @@ def test_workers_get_the_fleet_nodes_labels_annotation_and_taints(
     with Client.from_kubeconfig(local_cluster.kubeconfig) as client:
         be.apply_fleet_nodes(client, workers)
         be.apply_fleet_nodes(client, workers)  # a second `up` changes nothing
-        got = {w.kind_node: client.get(f"/api/v1/nodes/{w.kind_node}") for w in workers}
+        got = {w.fleet_node: client.get(f"/api/v1/nodes/{w.fleet_node}") for w in workers}
     for w in workers:
-        node = got[w.kind_node]
+        node = got[w.fleet_node]
         labels = node["metadata"]["labels"]
-        assert labels["kubernetes.io/hostname"] == w.kind_node  # the kubelet's own, not the fleet's name
+        assert labels["kubernetes.io/hostname"] == w.fleet_node  # the kubelet's own (its --hostname-override)
         assert labels[kindconfig.FLEET_NODE_LABEL] == w.fleet_node
         assert labels["gpulab.dev/pool"] == w.pool.name
         assert labels["node.kubernetes.io/instance-type"] == f"gpulab-{w.pool.name}"
@@ -71,11 +71,14 @@ def test_workers_get_the_fleet_nodes_labels_annotation_and_taints(
 
 def test_a_worker_that_is_not_the_fleet_node_expected_is_a_clear_error(
         local_cluster: LocalCluster, workers: list[kindconfig.Worker], tmp_path: Path) -> None:
-    swapped = [kindconfig.Worker(workers[0].fleet_node, workers[1].kind_node, workers[0].pool, workers[0].node)]
-    missing = [kindconfig.Worker("t4-0", "kindtest-worker99", workers[1].pool, workers[1].node)]
+    missing = [kindconfig.Worker("t4-9", "kindtest-worker99", workers[1].pool, workers[1].node)]
     be = KindBackend("kindtest", root=tmp_path)
     with Client.from_kubeconfig(local_cluster.kubeconfig) as client:
+        # a node registered under cpu-0 that says it plays t4-0: not the cluster our kind config made
+        client.patch("/api/v1/nodes/cpu-0", {"metadata": {"labels": {kindconfig.FLEET_NODE_LABEL: "t4-0"}}})
+        swapped = [workers[0]]
         with pytest.raises(errors.ClusterError, match="carries gpulab.dev/fleet-node='t4-0', expected 'cpu-0'"):
             be.apply_fleet_nodes(client, swapped)
-        with pytest.raises(errors.ClusterError, match="kindtest-worker99 .* has not registered"):
+        with pytest.raises(errors.ClusterError,
+                           match=r"fleet node t4-9 \(kind container kindtest-worker99\) has not registered"):
             be.apply_fleet_nodes(client, missing)

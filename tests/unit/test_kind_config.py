@@ -20,7 +20,12 @@ def _workers(cfg: dict[str, Any]) -> list[dict[str, Any]]:
 def _join_taints(worker: dict[str, Any]) -> list[dict[str, str]]:
     patches = [YAML(typ="safe").load(p) for p in worker.get("kubeadmConfigPatches", [])]
     assert all(p["kind"] == "JoinConfiguration" and "apiVersion" not in p for p in patches)
-    return [t for p in patches for t in p["nodeRegistration"]["taints"]]
+    return [t for p in patches for t in p["nodeRegistration"].get("taints", [])]
+
+
+def _join_names(worker: dict[str, Any]) -> list[str]:
+    patches = [YAML(typ="safe").load(p) for p in worker.get("kubeadmConfigPatches", [])]
+    return [p["nodeRegistration"]["name"] for p in patches]
 
 
 def test_starter_fleet_gives_one_control_plane_and_a_worker_per_node() -> None:
@@ -34,7 +39,9 @@ def test_starter_fleet_gives_one_control_plane_and_a_worker_per_node() -> None:
     assert [w["labels"][kindconfig.FLEET_NODE_LABEL] for w in workers] == starter.node_names()
     cpu, t4 = workers[0], workers[1]
     assert cpu["labels"] == {"gpulab.dev/fleet-node": "cpu-0", "gpulab.dev/pool": "cpu"}
-    assert "kubeadmConfigPatches" not in cpu  # the CPU pool has no taints
+    assert _join_taints(cpu) == []  # the CPU pool has no taints
+    # every worker registers under its fleet node's name, so labs name nodes the same on kind as on local
+    assert [_join_names(w) for w in workers] == [[n] for n in starter.node_names()]
     assert t4["labels"]["gpulab.dev/pool"] == "t4"
     assert _join_taints(t4) == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
 

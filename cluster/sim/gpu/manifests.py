@@ -59,6 +59,12 @@ def _container(name: str) -> dict[str, Any]:
     return {"name": name, "image": IMAGE, "imagePullPolicy": "IfNotPresent"}
 
 
+def _init_container(name: str) -> dict[str, Any]:
+    # A real kubelet (the kind backend) runs init containers and starts the pod only once each has ended, as
+    # NVIDIA's validators end once their check passes; the pod agent on local ignores the command.
+    return {**_container(name), "command": ["sh", "-c", f"echo {name}: done"]}
+
+
 def daemonset(operand: str) -> dict[str, Any]:
     if operand == "dra-kubelet-plugin":
         ds_name, main = names.DRA_PLUGIN_DS, names.DRA_PLUGIN_CONTAINER
@@ -85,7 +91,7 @@ def daemonset(operand: str) -> dict[str, Any]:
                     **affinity,
                     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
                     "priorityClassName": "system-node-critical",
-                    "initContainers": [_container(i) for i in operands.INIT_CONTAINERS.get(operand, ())],
+                    "initContainers": [_init_container(i) for i in operands.INIT_CONTAINERS.get(operand, ())],
                     "containers": containers,
                 },
             },

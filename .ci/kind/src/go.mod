@@ -1,0 +1,3 @@
+module gpulab.local/kindimage
+
+go 1.26.0

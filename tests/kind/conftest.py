@@ -1,0 +1,35 @@
+"""The kind tier: one real kind cluster (kind's CLI, a real Docker engine, real kubelets and containerd in the node
+containers) per session, built from the offline node image that ``.ci/kind/node-image.sh`` makes (``.ci/run`` runs
+it before the tests). The simulated GPU stack runs on the host against kind's API server, as ``gpulab up --backend
+kind`` runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prerequisites import require
+
+from cluster import fleet as fleet_mod
+from cluster.backends.kind import KindBackend
+from cluster.progress import LogProgress
+
+SCRIPT = Path(__file__).resolve().parents[2] / ".ci" / "kind" / "node-image.sh"
+
+
+@pytest.fixture(scope="session")
+def kind_backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KindBackend]:
+    ready = subprocess.run([str(SCRIPT), "--check"], capture_output=True, text=True, timeout=120, check=False)
+    require(ready.returncode == 0, "the offline kind node image is not built or Docker is not answering: run "
+                                   f"{SCRIPT} (CI's .ci/run does)")
+    root = tmp_path_factory.mktemp("gpulab-kind-state")
+    os.environ["GPULAB_STATE_DIR"] = str(root)
+    backend = KindBackend(os.environ.get("GPULAB_KIND_CLUSTER", "gpulab-e2e"), root)
+    backend.up(fleet_mod.load("starter"), LogProgress())
+    try:
+        yield backend
+    finally:
+        backend.down(purge=True)

@@ -1,0 +1,174 @@
+"""Bring-up is an ordered list of small steps behind the backend protocol, shared where backends share a concern;
+a failed bring-up of a new cluster is torn down unless retained; backend detection says what it tried."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cluster import backends, errors, fleet, safefs
+from cluster.backends import steps
+from cluster.backends.attach import AttachBackend
+from cluster.backends.kind import KindBackend
+from cluster.backends.local import LocalBackend
+from cluster.progress import LogProgress
+
+
+@pytest.fixture
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "state"
+    monkeypatch.setenv("GPULAB_STATE_DIR", str(root))
+    return root
+
+
+def test_local_bring_up_is_one_step_per_concern_in_order(tmp_path: Path) -> None:
+    assert steps.step_titles(LocalBackend("c", tmp_path).steps()) == [
+        "fleet", "binaries", "PKI", "ports", "kubeconfigs", "seed", "control plane", "wait for nodes",
+        "scheduler and pod agent", "GPU stack"]
+
+
+def test_kind_and_local_share_the_fleet_and_gpu_stack_steps(tmp_path: Path) -> None:
+    kind = KindBackend("c", tmp_path).steps()
+    local = LocalBackend("c", tmp_path).steps()
+    assert steps.step_titles(kind) == ["fleet", "plan workers", "docker and kind", "kind config",
+                                       "kind create cluster", "fleet nodes", "wait for nodes", "GPU stack"]
+    for shared in (steps.FleetStep, steps.GpuStackStep):
+        assert [type(s) for s in kind].count(shared) == 1
+        assert [type(s) for s in local].count(shared) == 1
+
+
+def test_gpu_stack_runs_on_kind_against_kinds_api_server_without_the_pod_agents_checkpoint(tmp_path: Path) -> None:
+    be = KindBackend("c", tmp_path)
+    stack = [s for s in be.steps() if isinstance(s, steps.GpuStackStep)][0]
+    assert stack.spec.name == "gpu-stack"
+    assert f"--kubeconfig={be.kubeconfig()}" in stack.spec.argv
+    assert not any(a.startswith("--device-checkpoint") for a in stack.spec.argv)
+    assert "cluster.sim.gpu.stack" in stack.spec.argv
+    # the node and pod agents stay local-only: kind's kubelets are real
+    assert not any("agent" in t for t in steps.step_titles(be.steps()))
+
+
+class _Boom:
+    title = "boom"
+
+    def run(self, ctx: steps.Context) -> None:
+        raise errors.ClusterError("step failed")
+
+
+class _Mark:
+    title = "mark"
+
+    def __init__(self) -> None:
+        self.ran = False
+
+    def run(self, ctx: steps.Context) -> None:
+        self.ran = True
+
+
+@pytest.mark.parametrize(("fresh", "retain", "torn_down"), [(True, False, True), (True, True, False),
+                                                             (False, False, False)])
+def test_a_failed_bring_up_of_a_new_cluster_is_torn_down_unless_retained(
+        tmp_path: Path, fresh: bool, retain: bool, torn_down: bool) -> None:
+    calls: list[str] = []
+    after = _Mark()
+    ctx = steps.Context(LocalBackend("c", tmp_path), LogProgress(), None)
+    with pytest.raises(errors.ClusterError, match="step failed"):
+        steps.bring_up([_Boom(), after], ctx, fresh=fresh, retain=retain, teardown=lambda: calls.append("down"))
+    assert calls == (["down"] if torn_down else [])
+    assert not after.ran
+
+
+def test_fleet_step_keeps_the_clusters_fleet_and_refuses_another(tmp_path: Path) -> None:
+    be = KindBackend("c", tmp_path)
+    ctx = steps.Context(be, LogProgress(), None)
+    steps.FleetStep("kind", "gpulab up --backend kind").run(ctx)
+    assert ctx.need_fleet().name == "starter"
+    assert (be.dir / "fleet.yaml").exists()
+    ctx2 = steps.Context(be, LogProgress(), fleet.load("platform"))
+    with pytest.raises(errors.ClusterError, match="already runs fleet 'starter'") as exc:
+        steps.FleetStep("kind", "gpulab up --backend kind").run(ctx2)
+    assert "gpulab up --backend kind --fleet platform" in (exc.value.hint or "")
+
+
+def test_kind_fleet_too_big_fails_before_docker_and_leaves_no_state(state: Path, tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    big.write_text("apiVersion: gpulab.dev/v1\nkind: Fleet\nmetadata: {name: big}\nspec:\n  pools:\n"
+                   "  - {name: cpu, count: 9, cpu: 4, memory: 8Gi}\n")
+    be = KindBackend()
+    with pytest.raises(errors.ConfigError, match="at most 8 workers"):
+        be.up(fleet.load(str(big)), LogProgress())
+    assert not be.dir.exists()
+
+
+def test_detection_without_any_cluster_names_the_default_and_says_why(state: Path) -> None:
+    found = backends.detect()
+    assert found.backend.name == "local"
+    assert "state record" in found.explain() and "default backend 'local'" in found.explain()
+
+
+def test_detection_follows_the_state_record(state: Path) -> None:
+    (state / "gpulab").mkdir(parents=True)
+    (state / "gpulab" / ".gpulab-state").write_text(safefs.MARKER_TEXT)
+    (state / "gpulab" / "state.json").write_text('{"backend": "kind"}')
+    found = backends.detect()
+    assert found.backend.name == "kind"
+    assert found.tried[-1] == "records backend 'kind'"
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"backend": "minikube"}', "[]"])
+def test_detection_never_falls_back_silently_on_a_bad_state_record(state: Path, text: str) -> None:
+    (state / "gpulab").mkdir(parents=True)
+    (state / "gpulab" / ".gpulab-state").write_text(safefs.MARKER_TEXT)
+    (state / "gpulab" / "state.json").write_text(text)
+    with pytest.raises(errors.BackendUnavailable, match="cannot tell which backend") as exc:
+        backends.current()
+    assert "state record" in exc.value.message
+    assert "gpulab down --purge" in (exc.value.hint or "")
+
+
+def test_every_backend_offers_prepare_and_doctor(state: Path) -> None:
+    for name in backends.NAMES:
+        rows = backends.get(name).doctor()
+        assert rows and all(len(r) == 3 for r in rows)
+    assert backends.get("attach").prepare(LogProgress()).startswith("attach:")
+
+
+def test_up_with_a_kubeconfig_belongs_to_attach(state: Path, tmp_path: Path) -> None:
+    from labs.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["up", "--backend", "kind", "--kubeconfig", str(tmp_path / "k")])
+    assert result.exit_code == 2
+    assert "--backend attach" in result.output
+    assert not AttachBackend().configured()
+
+
+class _Nodes:
+    def __init__(self, provider: str | None) -> None:
+        self.items = [] if provider is None else [{"spec": {"providerID": provider} if provider else {}}]
+
+    def get(self, path: str, **params: object) -> dict[str, object]:
+        assert path == "/api/v1/nodes"
+        return {"items": self.items}
+
+
+@pytest.mark.parametrize(("provider", "kind"), [("kind://docker/gpulab/gpulab-worker", True), ("", False),
+                                                (None, False), ("aws:///us-east-1a/i-0abc", False)])
+def test_a_kind_cluster_is_told_by_its_nodes_provider_id(provider: str | None, kind: bool) -> None:
+    from typing import cast
+
+    from cluster.backends import kind as kind_mod
+    from cluster.kube.client import Client
+
+    assert kind_mod.runs_on_kind(cast(Client, _Nodes(provider))) is kind
+
+
+def test_kind_differences_name_real_checks_and_say_kind() -> None:
+    """Every documented kind difference names a check its lab has, and tells the learner it is about kind."""
+    import labs
+    from cluster.backends import kind as kind_mod
+
+    for lab_id, why in kind_mod.DIFFERENCES.items():
+        assert set(why) <= {c.id for c in labs.get(lab_id).checks}
+        assert all(reason.startswith("kind backend difference:") for reason in why.values())
