@@ -75,6 +75,22 @@ class HubSession:
             await asyncio.sleep(0.2)
         raise errors.CourseError(f"{self.user}'s server did not start within {timeout:.0f} s")
 
+    async def stop_server(self, timeout: float = 120) -> None:
+        """Stop the learner's server as the hub's home page does, and wait until the hub says it is gone."""
+        api = f"{self.url}/hub/api/users/{self.user}"
+        headers = {"X-XSRFToken": self._xsrf("/hub/")}
+        async with self.http.delete(f"{api}/server", headers=headers) as resp:
+            if resp.status not in (202, 204):
+                raise errors.CourseError(f"the hub did not stop {self.user}'s server (HTTP {resp.status})")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            async with self.http.get(api, headers=headers) as resp:
+                model = await resp.json()
+            if not model.get("servers") and not model.get("pending"):
+                return
+            await asyncio.sleep(0.5)
+        raise errors.CourseError(f"{self.user}'s server did not stop within {timeout:.0f} s")
+
     async def run(self, code: str, timeout: float = 300) -> Executed:
         """Run ``code`` in a new kernel of the learner's server and return its status and text output."""
         base = f"{self.url}/user/{self.user}/api"

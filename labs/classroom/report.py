@@ -9,6 +9,8 @@ another learner refused, unreadable or slow stores reported and left out). Nothi
 
 from __future__ import annotations
 
+import os
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,6 +58,10 @@ def gradebook_rows(gradebook: Path, learners: Sequence[str]) -> tuple[tuple[str,
 
     if not gradebook.is_file():
         return (), tuple(LearnerRow(name, ()) for name in learners)
+    # nbgrader runs alembic (its gradebook migrations) as a command, found next to this interpreter.
+    here = str(Path(sys.executable).parent)
+    if here not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join([here, os.environ.get("PATH", "")])
     rows = []
     with Gradebook(f"sqlite:///{gradebook}") as gb:
         assignments = sorted(a.name for a in gb.assignments)
