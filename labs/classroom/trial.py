@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -98,9 +100,14 @@ def _wait_for_hub(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
 @contextmanager
 def temporary_class(root: Path, prefix: str, learners: int, *, cull_after: int = 3600,
                     cull_every: int = 300) -> Iterator[TrialClass]:
-    """A class with an instructor and ``learners`` learners, served until the block ends; accounts removed after."""
+    """A class with an instructor and ``learners`` learners, served until the block ends (the hub's log in
+    ``root``); the accounts and the class folder are removed after."""
     accounts.require_root("a temporary class")
-    folder = root / "class"
+    # Not under ``root``, which may be private (pytest's and mkdtemp's folders are 0700): every account of the
+    # class must reach the class folder (runtime, binaries, exchange).
+    base = Path(tempfile.mkdtemp(prefix=f"gpulab-class-{prefix}-"))
+    base.chmod(0o755)
+    folder = base / "class"
     password = secrets.token_urlsafe(12)
     instructor = f"{prefix}-teach"
     names = tuple(f"{prefix}-l{i}" for i in range(1, learners + 1))
@@ -131,3 +138,4 @@ def temporary_class(root: Path, prefix: str, learners: int, *, cull_after: int =
                 proc.wait()
         for name in (*names, instructor):
             _remove_account(name, folder)
+        shutil.rmtree(base, ignore_errors=True)

@@ -126,6 +126,10 @@ def test_a_class_of_three_runs_labs_submits_and_gets_graded(hub: Hub, tmp_path: 
             assert released.returncode == 0, released.stdout + released.stderr
             exchange = hub.folder / "exchange" / "gpulab" / "outbound" / LAB
             assert sorted(p.name for p in exchange.iterdir()) == [f"{LAB}.ipynb"]  # no solutions, no bundles
+            inbound = hub.folder / "exchange" / "gpulab" / "inbound"
+            assert not inbound.stat().st_mode & 0o004  # learners cannot list each other's submissions
+            listed = accounts.run_as(hub.learners[0], ["ls", str(inbound)], check=False)
+            assert listed.returncode != 0, listed.stdout
             for user, page in pages.items():
                 _fetch_and_submit(page, hub, user)
         except Exception:
