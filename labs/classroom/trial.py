@@ -97,6 +97,14 @@ def _wait_for_hub(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
     raise errors.CourseError("the class's hub did not answer within 60 s:\n" + log.read_text(errors="replace")[-3000:])
 
 
+def _reachable_tmp() -> str:
+    """The temp folder if every account can pass through it (``$TMPDIR`` may be a private one), else /tmp."""
+    here = Path(tempfile.gettempdir()).resolve()
+    if all(os.stat(p).st_mode & 0o001 for p in (here, *here.parents)):
+        return str(here)
+    return "/tmp"
+
+
 @contextmanager
 def temporary_class(root: Path, prefix: str, learners: int, *, cull_after: int = 3600,
                     cull_every: int = 300) -> Iterator[TrialClass]:
@@ -105,7 +113,7 @@ def temporary_class(root: Path, prefix: str, learners: int, *, cull_after: int =
     accounts.require_root("a temporary class")
     # Not under ``root``, which may be private (pytest's and mkdtemp's folders are 0700): every account of the
     # class must reach the class folder (runtime, binaries, exchange).
-    base = Path(tempfile.mkdtemp(prefix=f"gpulab-class-{prefix}-"))
+    base = Path(tempfile.mkdtemp(prefix=f"gpulab-class-{prefix}-", dir=_reachable_tmp()))
     base.chmod(0o755)
     folder = base / "class"
     password = secrets.token_urlsafe(12)

@@ -5,7 +5,8 @@ Each learner logs in, starts lab 01 from the course notebook (their own lab clus
 presses Check; the instructor releases the lab's assignment; each learner fetches it from the Assignments tab,
 runs its collect cell and submits it there; the instructor collects, grades by replay on the instructor's own
 cluster and releases feedback; learners fetch their feedback; the class report lists the three learners with
-their scores. Run it under ``/work/bin/cluster-slot --all``: up to four clusters run at once.
+their scores. Learners take their turns and stop their servers (from the hub's home page; their clusters stop
+with them), so one lab cluster runs at a time, then the instructor's.
 """
 
 from __future__ import annotations
@@ -107,36 +108,47 @@ def _fetch_and_submit(page: object, hub: Hub, user: str) -> None:
     expect(page.locator("#submitted_assignments_list")).to_contain_text(LAB, timeout=60_000)  # type: ignore[attr-defined]
 
 
+def _stop_from_home(page: object, hub: Hub, user: str) -> None:
+    """Stop My Server on the hub's home page; the learner's lab cluster stops with the server."""
+    page.goto(f"{hub.url}/hub/home")  # type: ignore[attr-defined]
+    page.click("#stop")  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 120
+    while hub.processes_of(user) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not hub.processes_of(user), hub.processes_of(user)
+
+
 def test_a_class_of_three_runs_labs_submits_and_gets_graded(hub: Hub, tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
+    released = hub.gpulab("class", "release", LAB)
+    assert released.returncode == 0, released.stdout + released.stderr
+    exchange = hub.folder / "exchange" / "gpulab" / "outbound" / LAB
+    assert sorted(p.name for p in exchange.iterdir()) == [f"{LAB}.ipynb"]  # no solutions, no bundles
+    inbound = hub.folder / "exchange" / "gpulab" / "inbound"
+    assert not inbound.stat().st_mode & 0o004  # learners cannot list each other's submissions
+    listed = accounts.run_as(hub.learners[0], ["ls", str(inbound)], check=False)
+    assert listed.returncode != 0, listed.stdout
+
+    # One learner after another, each stopping their server at the end: one lab cluster at a time.
     ready: dict[str, float] = {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"])
-        pages = {}
         try:
             for user in hub.learners:
                 context = browser.new_context(viewport={"width": 1400, "height": 1000})
                 page = context.new_page()
                 page.set_default_timeout(120_000)
-                pages[user] = page
-                ready[user] = _learner_checks_lab(page, hub, user)
-                assert hub.cluster_processes_of(user), f"{user}'s lab cluster is not running as {user}"
-            released = hub.gpulab("class", "release", LAB)
-            assert released.returncode == 0, released.stdout + released.stderr
-            exchange = hub.folder / "exchange" / "gpulab" / "outbound" / LAB
-            assert sorted(p.name for p in exchange.iterdir()) == [f"{LAB}.ipynb"]  # no solutions, no bundles
-            inbound = hub.folder / "exchange" / "gpulab" / "inbound"
-            assert not inbound.stat().st_mode & 0o004  # learners cannot list each other's submissions
-            listed = accounts.run_as(hub.learners[0], ["ls", str(inbound)], check=False)
-            assert listed.returncode != 0, listed.stdout
-            for user, page in pages.items():
-                _fetch_and_submit(page, hub, user)
-        except Exception:
-            for user, page in pages.items():
-                page.screenshot(path=str(tmp_path / f"failure-{user}.png"), full_page=True)
-            print(f"screenshots in {tmp_path}\nhub log:\n{hub.log_tail()}")
-            raise
+                try:
+                    ready[user] = _learner_checks_lab(page, hub, user)
+                    assert hub.cluster_processes_of(user), f"{user}'s lab cluster is not running as {user}"
+                    _fetch_and_submit(page, hub, user)
+                    _stop_from_home(page, hub, user)
+                except Exception:
+                    page.screenshot(path=str(tmp_path / f"failure-{user}.png"), full_page=True)
+                    print(f"screenshot in {tmp_path}\nhub log:\n{hub.log_tail()}")
+                    raise
+                context.close()
         finally:
             browser.close()
     print("login to lab ready (browser), seconds:", json.dumps({u: round(s, 1) for u, s in ready.items()}))
