@@ -163,10 +163,22 @@ def test_a_class_of_three_runs_labs_submits_and_gets_graded(hub: Hub, tmp_path: 
         assert fetched.returncode == 0, fetched.stdout + fetched.stderr
         assert list((accounts.home(user) / LAB / "feedback").rglob(f"{LAB}.html")), fetched.stdout + fetched.stderr
 
+    # Quiz answers in each learner's own store, written as the learner through the quiz session code (the quiz
+    # widget's browser test covers answering by hand); the third learner's store claims to be the first's.
+    python = str(runtime.bin_dir(hub.folder) / "python")
+    for user, who in zip(hub.learners, (*hub.learners[:2], hub.learners[0])):
+        code = ("import quizzes; from quizzes import store, testing; testing.fill_store(store.default_path(), "
+                f"{who!r}, quizzes.builtin_banks()[:2], seed='class')")
+        accounts.run_as(user, [python, "-c", code])
+
     report = hub.gpulab("class", "report")
     assert report.returncode == 0, report.stdout + report.stderr
     assert "Class of 3 learner(s)" in report.stdout
-    rows = [line for line in report.stdout.splitlines() if line.startswith(hub.learners)]
+    assert "Quizzes: 3 answer store(s) found" in report.stdout
+    assert f"2 learner(s): {hub.learners[0]}, {hub.learners[1]}" in report.stdout  # the forged rows refused
+    assert "Left out of the quiz report" in report.stdout
+    scores = report.stdout.split("Quizzes:")[0]
+    rows = [line for line in scores.splitlines() if line.startswith(hub.learners)]
     assert len(rows) == 3, report.stdout
     for line in rows:  # each learner's lab 01 score: the untouched lab gets some, never all, of its points
         score = line.split()[1]
