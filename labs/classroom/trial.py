@@ -61,8 +61,11 @@ class TrialClass:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
     def processes_of(self, name: str) -> list[str]:
-        out = subprocess.run(["ps", "-o", "args=", "-u", name], capture_output=True, text=True, check=False).stdout
-        return [line for line in out.splitlines() if line.strip()]
+        """The live processes of account ``name`` (zombies, already dead and waiting to be reaped, left out)."""
+        out = subprocess.run(["ps", "-o", "stat=,args=", "-u", name], capture_output=True, text=True,
+                             check=False).stdout
+        return [line.split(None, 1)[1] for line in out.splitlines()
+                if line.strip() and not line.lstrip().startswith("Z") and len(line.split(None, 1)) == 2]
 
     def cluster_processes_of(self, name: str) -> list[str]:
         return [p for p in self.processes_of(name) if "etcd" in p or "kube-" in p or "cluster.sim" in p]
