@@ -55,7 +55,7 @@ def _login(page: object, hub: Hub, user: str) -> None:
 
 
 def _run_cell(page: object, text: str) -> object:
-    cell = page.locator(".jp-Notebook .jp-CodeCell", has_text=text).first  # type: ignore[attr-defined]
+    cell = page.locator(".jp-Notebook:visible .jp-CodeCell", has_text=text).first  # type: ignore[attr-defined]
     cell.scroll_into_view_if_needed()
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")  # type: ignore[attr-defined]
@@ -70,7 +70,7 @@ def _learner_checks_lab(page: object, hub: Hub, user: str) -> float:
     _login(page, hub, user)
     page.wait_for_url(f"**/user/{user}/lab**", timeout=120_000)  # type: ignore[attr-defined]
     page.goto(f"{hub.url}/user/{user}/lab/tree/{NOTEBOOK}")  # type: ignore[attr-defined]
-    page.locator(".jp-Notebook .jp-Cell").first.wait_for(state="visible", timeout=120_000)  # type: ignore[attr-defined]
+    page.locator(".jp-Notebook:visible .jp-Cell").first.wait_for(state="visible", timeout=120_000)  # type: ignore[attr-defined]
     _wait_idle(page, hub, user, Path(NOTEBOOK).name)
     cell = _run_cell(page, f'labs.start("{LAB}")')
     widget = cell.locator(".jp-OutputArea")  # type: ignore[attr-defined]
@@ -97,7 +97,7 @@ def _fetch_and_submit(page: object, hub: Hub, user: str) -> None:
     expect(fetched).to_contain_text(LAB, timeout=60_000)
     # The notebook's collect cell writes evidence.json beside it (the lab was started on this learner's cluster).
     page.goto(f"{hub.url}/user/{user}/lab/tree/{LAB}/{LAB}.ipynb")  # type: ignore[attr-defined]
-    page.locator(".jp-Notebook .jp-Cell").first.wait_for(state="visible", timeout=120_000)  # type: ignore[attr-defined]
+    page.locator(".jp-Notebook:visible .jp-Cell").first.wait_for(state="visible", timeout=120_000)  # type: ignore[attr-defined]
     _wait_idle(page, hub, user, f"{LAB}.ipynb")
     _run_cell(page, "import labs")
     collect = _run_cell(page, "labs.attach(LAB).submit(EVIDENCE)")
