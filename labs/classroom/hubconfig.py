@@ -26,6 +26,8 @@ NBGRADER_CONFIG = '''"""nbgrader settings for every server of the class (written
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = {course_id!r}
 c.Exchange.root = {exchange!r}
+# Renders feedback under the class runtime's interpreter too (labs/classroom/feedback.py says why).
+c.GenerateFeedback.exporter_class = "labs.classroom.feedback.FeedbackExporter"
 '''
 
 _TEMPLATE = '''"""JupyterHub for the gpulab class in {root} (written by `gpulab class init`; see labs/classroom/hubconfig.py)."""
