@@ -8,9 +8,9 @@ PIP   := $(VENV)/bin/pip
 GPULAB := $(VENV)/bin/gpulab
 JUPYTER_PORT ?= 8888
 
-.PHONY: install system-deps python-deps binaries kind-image course test test-unit test-static test-build test-e2e test-kind lint bench
+.PHONY: install system-deps python-deps proxy binaries kind-image course test test-unit test-static test-build test-e2e test-kind lint bench
 
-install: system-deps python-deps binaries
+install: system-deps python-deps proxy binaries
 
 # Debian packages: Chromium for the real-browser tests. Skipped when present or when not root.
 system-deps:
@@ -28,6 +28,14 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -e '.[course,test,nvml]'
 	@touch $@
+
+# configurable-http-proxy (npm) for class mode's JupyterHub (`gpulab class up`), beside the venv.
+CHP_VERSION ?= 5.3.0
+proxy: $(VENV)/node_modules/.bin/configurable-http-proxy
+
+$(VENV)/node_modules/.bin/configurable-http-proxy: | python-deps
+	@command -v npm >/dev/null 2>&1 || { echo ">> npm missing: class mode needs it (apt-get install npm)"; exit 1; }
+	npm install --silent --no-audit --no-fund --prefix $(VENV) configurable-http-proxy@$(CHP_VERSION)
 
 # Control-plane binaries: user cache -> official download (SHA-256 checked) -> build from the Go module proxy.
 binaries: python-deps

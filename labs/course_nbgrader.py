@@ -191,7 +191,8 @@ class StudentResult:
     feedback: Path
 
 
-def _nbgrader(args: list[str], cwd: Path) -> None:
+def run_nbgrader(args: list[str], cwd: Path) -> None:
+    """``nbgrader ARGS`` in ``cwd`` with this interpreter; a failure raises ``CommandFailed`` with its log."""
     cmd = [sys.executable, "-m", "nbgrader", *args]
     # nbgrader runs alembic (its gradebook migrations) as a command: it must be found next to this interpreter.
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
@@ -244,12 +245,12 @@ def _round_trip(course_dir: Path, workdir: Path, lab_ids: Sequence[str], step: C
         catalog.get(lab_id)  # an unknown lab is a clear error before nbgrader runs
         shutil.copytree(course_dir / "source" / lab_id, workdir / "source" / lab_id)
         step(f"{lab_id}: generate_assignment")
-        _nbgrader(["generate_assignment", lab_id, "--force"], workdir)
+        run_nbgrader(["generate_assignment", lab_id, "--force"], workdir)
         for student in (SOLVED, WRONG):
             _submit(workdir, lab_id, student, course_dir)
         step(f"{lab_id}: autograde (replay on the grader's cluster)")
         nbgrader_autograde.autograde(workdir, lab_id, cluster.client, step=step)
         step(f"{lab_id}: generate_feedback")
-        _nbgrader(["generate_feedback", lab_id, "--force"], workdir)
+        run_nbgrader(["generate_feedback", lab_id, "--force"], workdir)
         results.extend(_results(workdir, lab_id))
     return results

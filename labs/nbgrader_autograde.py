@@ -101,8 +101,11 @@ def autograde(root: Path, lab_id: str, replay: Callable[[], Client], *, limits: 
         target = root / "autograded" / student / lab_id
         target.mkdir(parents=True, exist_ok=True)
         _write(nb, target / nb_name)
-        if stamp.is_file():
-            shutil.copy2(stamp, target / "timestamp.txt")
+        # As nbgrader's autograde does: the timestamp, and the exchange's submission secret, which
+        # release_feedback needs to address the learner's feedback.
+        for kept in (stamp, folder / "submission_secret.txt"):
+            if kept.is_file():
+                shutil.copy2(kept, target / kept.name)
         out.append(Graded(student, report, points, error))
     return out
 

@@ -59,6 +59,10 @@ class Lab:
         return self.workdir / name
 
     def client(self) -> Client:
+        if self._kubeconfig is None:
+            from labs.classroom import ondemand
+
+            ondemand.ensure()  # class mode: the learner's own cluster starts on first use
         return Client.from_kubeconfig(self._kubeconfig or backends.current().kubeconfig())
 
     def _refuse_on_attach(self, what: str, changes: list[str]) -> guard.Owner:

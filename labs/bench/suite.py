@@ -10,7 +10,8 @@ Sections, in the order they run (at most one benchmark cluster is up at any time
   Zero to JupyterHub values file beside the ones these figures give;
 - ``grading``: offline batch grading of the recorded bundles, and static lint throughput (no cluster);
 - ``scale``: ``up`` for a large fleet, a device-plugin config change reconciled across it, memory at scale;
-- ``notebooks``: the whole course executed headless (full runs only).
+- ``notebooks``: the whole course executed headless (full runs only);
+- ``class``: login to lab-ready through a temporary one-host class (needs root; ``labs.bench.class_bench``).
 
 ``quick`` shrinks the fleets and the corpus (the figure names say so) to finish in about a minute. A section
 that fails, or that needs a part of the project that is not there, leaves its figures unmeasured with the
@@ -33,12 +34,13 @@ from pathlib import Path
 from cluster import binaries, errors, fleet as fleet_mod, progress as progress_mod
 from cluster.backends import local as local_backend
 from cluster.kube.client import Client
-from labs.bench import capacity, cluster_bench, gpu_bench, grading_bench, labs_bench, live_bench, notebooks_bench, reference
+from labs.bench import (capacity, class_bench, cluster_bench, gpu_bench, grading_bench, labs_bench, live_bench,
+                        notebooks_bench, reference)
 from labs.bench.figures import Figure, Report, not_measured
 
 log = logging.getLogger(__name__)
 
-SECTIONS = ("starter", "capacity", "grading", "replay", "scale", "notebooks")
+SECTIONS = ("starter", "capacity", "grading", "replay", "scale", "notebooks", "class")
 LABEL_NODE = "a100-0"
 CLI_START = "`gpulab up` from a shell, starter fleet, to the command's exit"
 FIRST_START = "first start on a machine (makes the etcd seed), starter fleet"
@@ -283,6 +285,9 @@ def run(quick: bool = False, *, sections: Iterable[str] = SECTIONS,
             r.section(f"{plan.scale_nodes}-node fleet", lambda: _scale(r), _scale_planned(plan))
         if "notebooks" in wanted:
             r.section("course notebooks", lambda: _notebooks(r), [Figure(notebooks_bench.TOTAL, None, "s")])
+        if "class" in wanted:
+            r.section("class mode (one-host JupyterHub)", lambda: class_bench.run(r.root, r.figures),
+                      class_bench.planned())
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return Report(quick, tuple(r.figures), reference.KIND, host, time.monotonic() - started, tuple(r.errors))

@@ -25,6 +25,7 @@ import labs.cli
 # this table equal to what the modules register).
 COMMAND_MODULES: dict[str, str] = {
     "bench": "cmd_bench",
+    "class": "cmd_class",
     "up": "cmd_cluster", "down": "cmd_cluster", "status": "cmd_cluster", "kubeconfig": "cmd_cluster",
     "env": "cmd_cluster", "doctor": "cmd_cluster", "binaries": "cmd_cluster", "node": "cmd_cluster",
     "logs": "cmd_cluster",

@@ -1,0 +1,38 @@
+"""The learner's lab cluster starts on first use: in class mode (``GPULAB_CLUSTER_ON_DEMAND=1``, set by the hub's
+spawner) the first lab step that needs a cluster brings the learner's own local cluster up in their state dir
+(``~/.local/state/gpulab``), and ``singleuser`` stops it when the server stops. Outside class mode nothing here
+runs: a missing cluster stays an error that says ``gpulab up``."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from cluster import backends
+from cluster.progress import LogProgress
+
+log = logging.getLogger(__name__)
+
+ENV = "GPULAB_CLUSTER_ON_DEMAND"
+FLEET = "starter"
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "") == "1"
+
+
+def ensure() -> None:
+    """Bring the learner's local cluster up unless every component already runs (a no-op outside class mode)."""
+    if not enabled():
+        return
+    backend = backends.current()
+    if backend.name != "local":
+        return
+    from cluster import fleet as fleet_mod
+    from cluster.backends.local import LocalBackend
+
+    assert isinstance(backend, LocalBackend)
+    if backend.exists() and all(c.running for c in backend.components()):
+        return
+    log.info("class mode: starting your lab cluster in %s", backend.dir)
+    backend.up(None if backend.exists() else fleet_mod.load(FLEET), LogProgress())

@@ -1,0 +1,103 @@
+"""``gpulab class init`` and ``gpulab class add-learner``: the class folder, its accounts and their homes.
+
+The instructor's home gets ``course/``: the nbgrader course folder (config and the labs' source assignments,
+never the demo's solved work); a learner's home gets ``course/`` with the course notebooks. Learners' and the
+instructor's servers read the control-plane binaries from the class's read-only copy.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from cluster import binaries, errors, seed
+from labs import course_nbgrader
+from labs.classroom import accounts, hubconfig, layout, runtime
+
+log = logging.getLogger(__name__)
+
+COURSE_NOTEBOOKS = Path(__file__).resolve().parents[2] / "course"
+INSTRUCTOR_NBGRADER = '''"""The instructor's nbgrader course folder (written by gpulab class init)."""
+c = get_config()  # noqa: F821
+c.CourseDirectory.root = {root!r}
+'''
+
+
+def _share_tree(src: Path, dst: Path) -> None:
+    """A root-owned, world-readable copy of ``src`` (hard links where the file system allows)."""
+    for here, _dirs, files in os.walk(src):
+        out = dst / Path(here).relative_to(src)
+        out.mkdir(parents=True, exist_ok=True)
+        out.chmod(0o755)
+        for name in files:
+            target = out / name
+            if target.exists():
+                continue
+            try:
+                os.link(Path(here) / name, target)
+            except OSError:
+                shutil.copy2(Path(here) / name, target)
+            mode = (Path(here) / name).stat().st_mode
+            target.chmod(0o755 if mode & 0o100 else 0o644)
+
+
+def share_binaries(cd: layout.ClassDir) -> None:
+    found = binaries.cached()
+    if found is None:
+        raise errors.BinariesUnavailable("the control-plane binaries are not in this account's cache",
+                                         hint="gpulab binaries ensure (then gpulab class init again)")
+    src_bins = binaries.bin_dir()
+    _share_tree(src_bins, cd.cache / "bin" / src_bins.name)
+    if seed.seeds_dir().is_dir():
+        _share_tree(seed.seeds_dir(), cd.cache / "seeds")
+
+
+def init(cd: layout.ClassDir, instructor: str, password: str | None, *, port: int, cull_after: int,
+         cull_every: int) -> layout.ClassSettings:
+    accounts.require_root("gpulab class init")
+    cd.root.mkdir(parents=True, exist_ok=True)
+    cd.root.chmod(0o755)
+    cd.hub_state.mkdir(exist_ok=True)
+    cd.hub_state.chmod(0o700)
+    cd.jupyter_config.mkdir(exist_ok=True)
+    cd.jupyter_config.chmod(0o755)
+    cd.exchange.mkdir(exist_ok=True)
+    cd.exchange.chmod(0o1777)  # nbgrader's exchange root: everyone writes, nobody removes another's files
+    old = cd.settings() if cd.exists() else None
+    settings = layout.ClassSettings(instructor=layout.check_name(instructor), port=port, cull_after=cull_after,
+                                    cull_every=cull_every, learners=old.learners if old else ())
+    cd.save(settings)
+    (cd.jupyter_config / "nbgrader_config.py").write_text(hubconfig.nbgrader_config(cd, settings.course_id))
+    share_binaries(cd)
+    cd.hub_config.write_text(hubconfig.render(cd, runtime.ensure(cd.root)), encoding="utf-8")
+    cd.hub_config.chmod(0o644)
+    accounts.ensure_group(layout.LEARNERS_GROUP)
+    instructor_home = accounts.ensure_account(instructor, layout.INSTRUCTORS_GROUP, password)
+    course = instructor_home / "course"
+    if not (course / "gradebook.db").exists():  # never overwrite a running course's gradebook and submissions
+        accounts.copy_tree_owned(course_nbgrader.default_course_dir(), course, instructor,
+                                 ignore=(course_nbgrader.DEMO_DIR, "gradebook.db", "release", "submitted",
+                                         "autograded", "feedback", ".ipynb_checkpoints"))
+    accounts.write_owned(instructor_home / ".jupyter" / "nbgrader_config.py",
+                         INSTRUCTOR_NBGRADER.format(root=str(course)), instructor)
+    return settings
+
+
+def add_learner(cd: layout.ClassDir, name: str, password: str | None) -> layout.ClassSettings:
+    accounts.require_root("gpulab class add-learner")
+    settings = cd.settings()
+    if name == settings.instructor:
+        raise errors.ConfigError("learner", [f"{name} is the class's instructor"])
+    home = accounts.ensure_account(name, layout.LEARNERS_GROUP, password)
+    course = home / "course"
+    if not course.exists():
+        course.mkdir()
+        for notebook in sorted(COURSE_NOTEBOOKS.glob("*.ipynb")):
+            shutil.copy2(notebook, course / notebook.name)
+        accounts.give(course, name)
+    accounts.learner_jupyter_config(name)
+    settings = settings.with_learner(name)
+    cd.save(settings)
+    return settings

@@ -1,0 +1,51 @@
+"""The learner's Jupyter server in class mode: ``jupyterhub-singleuser`` as a child, and the learner's lab cluster
+stopped when it ends, whether the learner stopped it, the idle culler did, or the hub shut down.
+
+The hub's ``LocalProcessSpawner`` signals this process (SIGINT, then SIGTERM); both are passed on to the server,
+and once it has exited the cluster is stopped (its state stays in the learner's home for the next start).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+log = logging.getLogger(__name__)
+
+
+def stop_cluster() -> bool:
+    """Stop the learner's local cluster if one was ever started; True when there was one."""
+    from cluster.backends.local import LocalBackend
+
+    backend = LocalBackend("gpulab")
+    if not backend.exists():
+        return False
+    backend.down()
+    return True
+
+
+def run(argv: Sequence[str]) -> int:
+    server = Path(sys.executable).parent / "jupyterhub-singleuser"
+    child = subprocess.Popen([str(server), *argv])
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, forward)
+    code = child.wait()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)  # the cluster's shutdown is not interrupted half-way
+    try:
+        if stop_cluster():
+            log.warning("the Jupyter server stopped (exit code %s); the lab cluster is stopped", code)
+    except Exception:  # noqa: BLE001  (the server is gone either way; say why the cluster is not)
+        log.exception("could not stop the lab cluster")
+        return code or 1
+    return code

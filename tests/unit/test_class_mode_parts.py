@@ -1,0 +1,101 @@
+"""The parts of one-host class mode that need no hub: what may be released, the hub's config, account names,
+the gradebook rows of the class report and its text."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from traitlets.config import Config
+
+from cluster import errors
+from labs import catalog, course_nbgrader
+from labs.classroom import hubconfig, layout, loop, report
+from labs.cli import cmd_class
+
+LAB = "01-device-plugins"
+
+
+def _released(tmp_path: Path) -> Path:
+    folder = tmp_path / "release" / LAB
+    folder.mkdir(parents=True)
+    nbformat.write(course_nbgrader.source_notebook(catalog.get(LAB)), str(folder / f"{LAB}.ipynb"))
+    return folder
+
+
+def test_a_release_of_the_lab_notebook_alone_passes(tmp_path: Path) -> None:
+    assert loop.release_problems(_released(tmp_path), LAB) == []
+
+
+def test_a_release_with_an_evidence_bundle_or_a_solution_cell_is_refused(tmp_path: Path) -> None:
+    folder = _released(tmp_path)
+    (folder / "evidence.json").write_text("{}")
+    nb = json.loads((folder / f"{LAB}.ipynb").read_text())
+    nb["cells"][3]["metadata"]["nbgrader"] = {"solution": True, "grade_id": "x", "schema_version": 3}
+    (folder / f"{LAB}.ipynb").write_text(json.dumps(nb))
+    problems = loop.release_problems(folder, LAB)
+    assert any("evidence.json" in p for p in problems)
+    assert any("solution" in p for p in problems)
+
+
+def test_the_hub_config_binds_loopback_uses_pam_groups_and_runs_the_culler(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hubconfig, "proxy_command", lambda: Path("/opt/chp"))
+    cd = layout.ClassDir(tmp_path)
+    cd.save(layout.ClassSettings(instructor="teach", port=9000, cull_after=120, cull_every=30))
+    c = Config()
+    exec(compile(hubconfig.render(cd, Path("/opt/rt/bin")), "jupyterhub_config.py", "exec"), {"get_config": lambda: c})
+    assert (c.JupyterHub.ip, c.JupyterHub.port, c.JupyterHub.hub_ip, c.JupyterHub.hub_port) == \
+        ("127.0.0.1", 9000, "127.0.0.1", 9001)
+    assert c.ConfigurableHTTPProxy.api_url == "http://127.0.0.1:9002"
+    assert c.ConfigurableHTTPProxy.command == ["/opt/chp"]
+    assert c.JupyterHub.authenticator_class == "pam"
+    assert c.PAMAuthenticator.allowed_groups == {layout.LEARNERS_GROUP, layout.INSTRUCTORS_GROUP}
+    assert c.Authenticator.admin_users == {"teach"}
+    assert c.Spawner.cmd == ["/opt/rt/bin/gpulab", "class", "singleuser"]
+    assert c.Spawner.environment["GPULAB_CLUSTER_ON_DEMAND"] == "1"
+    culler = c.JupyterHub.services[0]
+    assert culler["name"] == "idle-culler" and "--timeout=120" in culler["command"]
+    assert "delete:servers" in c.JupyterHub.load_roles[0]["scopes"]
+
+
+@pytest.mark.parametrize("name", ["Root", "a+b", "9lives", "x" * 40, "../etc"])
+def test_account_names_that_break_paths_or_the_exchange_are_refused(name: str) -> None:
+    with pytest.raises(errors.ConfigError):
+        layout.check_name(name)
+
+
+def test_the_report_reads_scores_per_learner_and_lab_from_the_gradebook(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbgrader.api import Gradebook
+
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")  # nbgrader's alembic
+    db = tmp_path / "gradebook.db"
+    with Gradebook(f"sqlite:///{db}") as gb:
+        gb.add_assignment(LAB)
+        for student in ("ann", "bob"):
+            gb.add_student(student)
+        gb.add_submission(LAB, "ann")
+    labs, rows = report.gradebook_rows(db, ["ann", "bob", "cat"])
+    assert labs == (LAB,)
+    assert [(r.learner, r.labs[0].score) for r in rows] == [("ann", 0.0), ("bob", None), ("cat", None)]
+
+
+def test_the_report_text_lists_every_learner_with_a_dash_for_missing_work() -> None:
+    import quizzes
+    from quizzes import analysis, report as quiz_report
+
+    banks = list(quizzes.builtin_banks())
+    rows = (report.LearnerRow("ann", (report.LabScore(LAB, 3.0, 10.0),)),
+            report.LearnerRow("bob", (report.LabScore(LAB, None, 10.0),)))
+    rep = report.ClassReport(("ann", "bob"), (LAB,), rows, quiz_report.aggregate(banks, []),
+                             analysis.analyse(banks, []), ("a store was unreadable",), 1)
+    text = cmd_class.report_text(rep)
+    assert "Class of 2 learner(s)" in text
+    assert any(line.startswith("ann") and "3/10" in line for line in text.splitlines())
+    assert any(line.startswith("bob") and " - " in f" {line} " for line in text.splitlines())
+    assert "a store was unreadable" in text
