@@ -165,10 +165,10 @@ def write(path: Path, executed: Any) -> None:
 
 
 def _clean(output: Any) -> Any:
+    """An output as saved: as it ran (display outputs keep their ``metadata``, which the format requires)."""
     out = copy.deepcopy(output)
-    out.pop("metadata", None) if not out.get("metadata") else None
-    if out.get("output_type") == "execute_result":
-        out["execution_count"] = out.get("execution_count")
+    if out.get("output_type") in ("display_data", "execute_result"):
+        out.setdefault("metadata", {})
     return out
 
 

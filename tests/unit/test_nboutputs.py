@@ -64,3 +64,27 @@ def test_changed_code_and_cells_without_output_are_reported() -> None:
     fresh["cells"][1]["source"] = "print('other')"
     assert nboutputs.drift("n", saved, fresh)[0].cell == -1
     assert nboutputs.missing("n", nb([stream("x")], [])) == ["n cell 2"]
+
+
+def test_saved_outputs_make_a_valid_notebook(tmp_path: Any) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# t"), nbformat.v4.new_code_cell("print(1)")]
+    path = tmp_path / "n.ipynb"
+    nbformat.write(nb, str(path))
+    ran = nbformat.read(str(path), as_version=4)
+    ran.cells[1].outputs = [nbformat.v4.new_output("stream", text="1\n"),
+                            nbformat.v4.new_output("display_data", data={"text/html": "<b>x</b>"})]
+    ran.cells[1].execution_count = 1
+    nboutputs.write(path, ran)
+    saved = nbformat.read(str(path), as_version=4)
+    nbformat.validate(saved)
+    assert [o["output_type"] for o in saved.cells[1].outputs] == ["stream", "display_data"]
+    assert nboutputs.drift("n", json_of(path), json_of(path)) == []
+
+
+def json_of(path: Any) -> dict[str, Any]:
+    import json
+
+    return dict(json.loads(path.read_text()))
