@@ -127,11 +127,6 @@ def drift(name: str, saved: dict[str, Any], fresh: dict[str, Any]) -> list[Drift
     return out
 
 
-def missing(name: str, saved: dict[str, Any]) -> list[str]:
-    """Code cells with no saved output at all (each prints something when run)."""
-    return [f"{name} cell {i}" for i, c in _code_cells(saved) if not c.get("outputs")]
-
-
 def execute(path: Path, workdir: Path, env: dict[str, str], *, timeout: int = CELL_TIMEOUT_S) -> tuple[Any, float]:
     """Run ``path`` headless in ``workdir`` with a kernel whose environment is ``env`` (``course_run``)."""
     import nbformat

@@ -76,7 +76,6 @@ def test_notebook_executes_against_the_lab_cluster(name: str, course_env: dict[s
     drifted = nboutputs.drift(name, saved, nb)
     assert not drifted, ("saved outputs no longer match what the cells print; if the change is meant, run "
                          "`gpulab course outputs --write` and commit:\n" + "\n\n".join(map(str, drifted[:5])))
-    assert not nboutputs.missing(name, saved), "code cells without saved output (gpulab course outputs --write)"
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors
     text = stream_text(nb)

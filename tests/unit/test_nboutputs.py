@@ -59,11 +59,11 @@ def test_stream_chunks_compare_joined_and_images_by_kind() -> None:
     assert nboutputs.drift("n", saved, nb([stream("a\nb\n"), widget2]))  # the figure is gone: drift
 
 
-def test_changed_code_and_cells_without_output_are_reported() -> None:
+def test_changed_code_and_a_cell_that_now_prints_are_reported() -> None:
     saved, fresh = nb([stream("x")]), nb([stream("x")])
     fresh["cells"][1]["source"] = "print('other')"
     assert nboutputs.drift("n", saved, fresh)[0].cell == -1
-    assert nboutputs.missing("n", nb([stream("x")], [])) == ["n cell 2"]
+    assert [d.cell for d in nboutputs.drift("n", nb([stream("x")], []), nb([stream("x")], [stream("y")]))] == [2]
 
 
 def test_saved_outputs_make_a_valid_notebook(tmp_path: Any) -> None:
