@@ -30,9 +30,28 @@ def _as_kubelet_registers(w: kindconfig.Worker) -> dict[str, Any]:
             "spec": {"taints": [t.to_api() for t in w.pool.taints]} if w.pool.taints else {}}
 
 
+# Kind workers register under their fleet node's names; the session's cluster already has the starter fleet's
+# nodes, so these workers play a small fleet of their own (kcpu-0, kt4-0) beside it.
+KIND_FLEET = """apiVersion: gpulab.dev/v1
+kind: Fleet
+metadata: {name: kindtest}
+spec:
+  pools:
+  - {name: kcpu, count: 1, cpu: "8", memory: 32Gi}
+  - name: kt4
+    count: 1
+    cpu: "16"
+    memory: 64Gi
+    gpu: {model: T4, count: 1}
+    labels: {gpulab.dev/pool: kt4}
+    taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+"""
+
+
 @pytest.fixture
-def workers(local_cluster: LocalCluster) -> Iterator[list[kindconfig.Worker]]:
-    plan = kindconfig.plan(fleet.load("starter"), "kindtest")
+def workers(local_cluster: LocalCluster, tmp_path: Path) -> Iterator[list[kindconfig.Worker]]:
+    (tmp_path / "kindtest.yaml").write_text(KIND_FLEET)
+    plan = kindconfig.plan(fleet.load(str(tmp_path / "kindtest.yaml")), "kindtest")
     with local_cluster.client() as c:
         for w in plan:
             c.create("/api/v1/nodes", _as_kubelet_registers(w))
@@ -71,14 +90,14 @@ def test_workers_get_the_fleet_nodes_labels_annotation_and_taints(
 
 def test_a_worker_that_is_not_the_fleet_node_expected_is_a_clear_error(
         local_cluster: LocalCluster, workers: list[kindconfig.Worker], tmp_path: Path) -> None:
-    missing = [kindconfig.Worker("t4-9", "kindtest-worker99", workers[1].pool, workers[1].node)]
+    missing = [kindconfig.Worker("kt4-9", "kindtest-worker99", workers[1].pool, workers[1].node)]
     be = KindBackend("kindtest", root=tmp_path)
     with Client.from_kubeconfig(local_cluster.kubeconfig) as client:
-        # a node registered under cpu-0 that says it plays t4-0: not the cluster our kind config made
-        client.patch("/api/v1/nodes/cpu-0", {"metadata": {"labels": {kindconfig.FLEET_NODE_LABEL: "t4-0"}}})
+        # a node registered under kcpu-0 that says it plays kt4-0: not the cluster our kind config made
+        client.patch("/api/v1/nodes/kcpu-0", {"metadata": {"labels": {kindconfig.FLEET_NODE_LABEL: "kt4-0"}}})
         swapped = [workers[0]]
-        with pytest.raises(errors.ClusterError, match="carries gpulab.dev/fleet-node='t4-0', expected 'cpu-0'"):
+        with pytest.raises(errors.ClusterError, match="carries gpulab.dev/fleet-node='kt4-0', expected 'kcpu-0'"):
             be.apply_fleet_nodes(client, swapped)
         with pytest.raises(errors.ClusterError,
-                           match=r"fleet node t4-9 \(kind container kindtest-worker99\) has not registered"):
+                           match=r"fleet node kt4-9 \(kind container kindtest-worker99\) has not registered"):
             be.apply_fleet_nodes(client, missing)
