@@ -124,6 +124,7 @@ def temporary_class(root: Path, prefix: str, learners: int, *, cull_after: int =
     names = tuple(f"{prefix}-l{i}" for i in range(1, learners + 1))
     port = free_port_block()
     env = {**os.environ, "GPULAB_CLASS_PASSWORD": password}
+    root.mkdir(parents=True, exist_ok=True)
     log = root / "hub.log"
     proc: subprocess.Popen[bytes] | None = None
     try:
