@@ -88,3 +88,11 @@ def json_of(path: Any) -> dict[str, Any]:
     import json
 
     return dict(json.loads(path.read_text()))
+
+
+def test_a_volatile_cell_is_compared_by_the_kinds_of_its_outputs() -> None:
+    saved, fresh = nb([stream("driver 1/1 Running\n")]), nb([stream("driver 0/1 CrashLoopBackOff\n")])
+    assert nboutputs.drift("n", saved, fresh)  # untagged: drift
+    saved["cells"][1]["metadata"] = {"tags": [nboutputs.VOLATILE_TAG]}
+    assert nboutputs.drift("n", saved, fresh) == []
+    assert nboutputs.drift("n", saved, nb([]))  # but a cell that stopped printing is still drift
