@@ -10,7 +10,8 @@ dates, UIDs, resourceVersions, loopback ports, temporary paths, the random suffi
 measured durations, and widget model ids. Images are compared by kind (a figure is still drawn), not pixel by
 pixel, since fonts and anti-aliasing differ between machines. A cell tagged ``gpulab-volatile`` shows a moment of
 a transition (operand pods restarting after a fault) and is compared by the kinds of its outputs only.
-``gpulab course outputs`` writes and checks; ``tests/notebooks/test_execute.py`` runs the check in CI.
+``gpulab course outputs`` writes and checks; ``tests/notebooks/test_execute.py`` runs the check in CI, where one
+or two drifted cells in a notebook are reported and more fail (``RACES_TOLERATED``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ COURSE = Path(__file__).resolve().parent.parent / "course"
 # A cell tagged so shows a moment of a transition (operand pods restarting after a fault): its saved output is
 # what one run saw, and a fresh run is compared with it by the kinds of output only.
 VOLATILE_TAG = "gpulab-volatile"
+# Two runs of the course still differ in a cell or two by chance (the scheduler choosing between equal nodes, a
+# GPU running out of memory a moment sooner). The check fails when the code differs from the saved notebook's, or
+# when more cells than this drift in one notebook (stale outputs change many); fewer are reported, not failed.
+RACES_TOLERATED = 2
 CELL_TIMEOUT_S = 300
 VOLATILE_MIMES = ("application/vnd.jupyter.widget-view+json",)
 IMAGE_MIMES = ("image/png", "image/jpeg", "image/svg+xml")
