@@ -47,7 +47,7 @@ DIFFERENCES: dict[str, dict[str, str]] = {
                 "machine and registers no kubelet plugin, so on kind the pod stays ContainerCreating "
                 "(FailedPrepareDynamicResources) after the scheduler allocated its claim; on local the pod agent plays "
                 "that plugin and the pod runs")
-        for check in ("training-job-runs", "notebook-runs")
+        for check in ("workers-run-on-the-a100s", "burst-job-runs")
     },
 }
 

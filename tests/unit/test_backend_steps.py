@@ -26,17 +26,17 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_local_bring_up_is_one_step_per_concern_in_order(tmp_path: Path) -> None:
     assert steps.step_titles(LocalBackend("c", tmp_path).steps()) == [
         "fleet", "binaries", "PKI", "ports", "kubeconfigs", "seed", "control plane", "wait for nodes",
-        "scheduler and pod agent", "GPU stack"]
+        "scheduler"]  # the pod agent and the GPU stack run in the sim-agents process the control plane step starts
 
 
-def test_kind_and_local_share_the_fleet_and_gpu_stack_steps(tmp_path: Path) -> None:
+def test_kind_and_local_share_the_fleet_step_and_kind_runs_the_gpu_stack_step(tmp_path: Path) -> None:
     kind = KindBackend("c", tmp_path).steps()
     local = LocalBackend("c", tmp_path).steps()
     assert steps.step_titles(kind) == ["fleet", "plan workers", "docker and kind", "kind config",
                                        "kind create cluster", "fleet nodes", "wait for nodes", "GPU stack"]
-    for shared in (steps.FleetStep, steps.GpuStackStep):
-        assert [type(s) for s in kind].count(shared) == 1
-        assert [type(s) for s in local].count(shared) == 1
+    assert [type(s) for s in kind].count(steps.FleetStep) == [type(s) for s in local].count(steps.FleetStep) == 1
+    assert [type(s) for s in kind].count(steps.GpuStackStep) == 1
+    assert [type(s) for s in local].count(steps.GpuStackStep) == 0  # local: inside sim-agents
 
 
 def test_gpu_stack_runs_on_kind_against_kinds_api_server_without_the_pod_agents_checkpoint(tmp_path: Path) -> None:
