@@ -1,9 +1,8 @@
 """Every simulated agent of a lab cluster in one process: the node agent, the pod agent and the GPU stack.
 
 ``python -m cluster.sim.agents --kubeconfig K --fleet F --device-checkpoint C`` runs the three on one asyncio
-loop. Each keeps its own API client and informers, exactly as when it runs alone (``cluster.sim.node_agent``,
-``cluster.sim.pod_agent``, ``cluster.sim.gpu.stack`` still can), so one process saves two Python interpreters and
-their imported libraries: about 95 MiB of a lab cluster's resident memory (issue 17, `gpulab bench`).
+loop. Each keeps its own API client and informers (the GPU stack also runs alone, as ``cluster.sim.gpu.stack``,
+on kind), so one process saves two Python interpreters and their imported libraries: about 95 MiB of a lab cluster's resident memory (issue 17, `gpulab bench`).
 
 The node agent goes first, so the nodes are registered the moment the API server is ready; the pod agent and
 the GPU stack start once it has registered them. If any of the three stops with an error, the process exits and
@@ -15,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import logging
 from pathlib import Path
 
@@ -45,6 +45,7 @@ async def _main(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
+    settings.establish(settings.Settings.from_env(os.environ))  # the entry point: GPULAB_* read once, here
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--fleet", required=True)

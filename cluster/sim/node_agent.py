@@ -8,7 +8,6 @@ gets no renewals, so the real node lifecycle controller turns it NotReady and ta
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime as dt
 import logging
@@ -16,9 +15,8 @@ import random
 from typing import Any
 
 from cluster import errors, fleet as fleet_mod
-from cluster.kube import kubeconfig
 from cluster.kube.client import AsyncClient, STRATEGIC_PATCH
-from cluster.sim import informer, nodes, runner
+from cluster.sim import informer, nodes
 
 log = logging.getLogger("gpulab.node-agent")
 
@@ -128,24 +126,3 @@ class NodeAgent:
     async def keep_ready(self) -> None:
         """Watch the nodes and renew their leases (after ``register_all``), until cancelled."""
         await asyncio.gather(self.nodes.run(), self.heartbeat_loop())
-
-
-async def _main(args: argparse.Namespace) -> None:
-    client = AsyncClient(kubeconfig.load(args.kubeconfig), max_connections=32)
-    fl = fleet_mod.load(args.fleet)
-    agent = NodeAgent(client, fl, args.lease_seconds, args.renew_every)
-    await runner.retry_until_api(client)
-    await agent.run()
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--kubeconfig", required=True)
-    parser.add_argument("--fleet", required=True)
-    parser.add_argument("--lease-seconds", type=int, default=40)
-    parser.add_argument("--renew-every", type=float, default=10.0)
-    runner.run(_main(parser.parse_args()))
-
-
-if __name__ == "__main__":
-    main()

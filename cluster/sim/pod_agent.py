@@ -11,18 +11,14 @@ It must not bind pods: placement is the real kube-scheduler's alone.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import hashlib
 import logging
-import os
-from pathlib import Path
 from typing import Any
 
-from cluster import errors, settings
-from cluster.kube import kubeconfig
+from cluster import errors
 from cluster.kube.client import AsyncClient
-from cluster.sim import admission, checkpoint, informer, nodes, runner
+from cluster.sim import admission, checkpoint, informer, nodes
 from cluster.sim.gpu import events
 
 log = logging.getLogger("gpulab.pod-agent")
@@ -242,26 +238,3 @@ class PodAgent:
         node_task = asyncio.ensure_future(self.node_informer.run())
         await self.node_informer.synced.wait()
         await asyncio.gather(node_task, self.pod_informer.run())
-
-
-async def _main(args: argparse.Namespace) -> None:
-    client = AsyncClient(kubeconfig.load(args.kubeconfig))
-    hooks = admission.load_hooks(args.hooks)
-    devices = checkpoint.DeviceCheckpoint(Path(args.device_checkpoint) if args.device_checkpoint else None)
-    await runner.retry_until_api(client)
-    await PodAgent(client, hooks, devices).run()
-
-
-def main() -> None:
-    given = settings.Settings.from_env(os.environ)  # the agent's entry point: GPULAB_* read once, here
-    settings.establish(given)
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--kubeconfig", required=True)
-    parser.add_argument("--hooks", default=given.admission_hooks, help="comma-separated module:function admission hooks")
-    parser.add_argument("--device-checkpoint", default="",
-                        help="the device-manager checkpoint file (default: kept in memory only)")
-    runner.run(_main(parser.parse_args()))
-
-
-if __name__ == "__main__":
-    main()

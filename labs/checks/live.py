@@ -278,12 +278,7 @@ class ObjectRule:
     @classmethod
     def parse(cls, p: Problems, where: str, raw: dict[str, Any], _ctx: object) -> ObjectRule:
         p.unknown(where, raw, ("kind", "name", "namespace", "exists", "expect"))
-        kind = common.text(p, f"{where}.kind", raw.get("kind"))
-        if kind and kind not in _GETTERS:
-            p.add(f"{where}.kind", f"must be one of {', '.join(_GETTERS)}")
-        name = common.text(p, f"{where}.name", raw.get("name"), required=kind != "ClusterPolicy")
-        namespace = common.text(p, f"{where}.namespace", raw.get("namespace"),
-                                required=kind in ("ConfigMap", "Pod", "ResourceClaim"))
+        kind, namespace, name = _ref(p, where, raw)
         exists = raw.get("exists", True)
         if not isinstance(exists, bool):
             p.add(f"{where}.exists", "must be true or false")
