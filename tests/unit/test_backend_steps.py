@@ -172,3 +172,23 @@ def test_kind_differences_name_real_checks_and_say_kind() -> None:
     for lab_id, why in kind_mod.DIFFERENCES.items():
         assert set(why) <= {c.id for c in labs.get(lab_id).checks}
         assert all(reason.startswith("kind backend difference:") for reason in why.values())
+
+
+def test_every_kind_difference_is_graded_on_a_check_kind_can_pass() -> None:
+    """Each kind difference names what kind produces instead (``ON_KIND``), as a valid check of its lab."""
+    import labs
+    from cluster.backends import kind as kind_mod
+    from labs import checks
+    from labs.checks import static
+    from labs.spec import Problems
+
+    assert set(kind_mod.ON_KIND) == set(kind_mod.DIFFERENCES)
+    for lab_id, rules in kind_mod.ON_KIND.items():
+        assert set(rules) == set(kind_mod.DIFFERENCES[lab_id])
+        spec = labs.get(lab_id)
+        ctx = static.LoadContext(spec.files, spec.lint_files, frozenset(), spec.directory)
+        for check_id, rule in rules.items():
+            (key, raw), = rule.items()
+            p = Problems()
+            parsed = checks.KINDS[key](p, check_id, raw, ctx)
+            assert not p.items and parsed.cluster, (lab_id, check_id, p.items)
