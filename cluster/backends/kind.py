@@ -48,6 +48,11 @@ _TOPOLOGY = ("kind backend difference: the Topology Manager aligns a pod's devic
              "and devicemanager/topology_hints.go); on kind no device plugin registers nvidia.com/gpu, so the kubelet "
              "has no GPU hints and admits wide, which {then}; on local the pod agent plays the kubelet's admission "
              "and refuses wide with TopologyAffinityError")
+_NO_ALLOCATION = ("kind backend difference: a real kubelet asks the device plugin to Allocate the devices a container "
+                  "requests (kubelet pkg/kubelet/cm/devicemanager) and starts it with them (NVIDIA_VISIBLE_DEVICES "
+                  "naming the MIG instance's UUID; k8s-device-plugin internal/plugin/server.go); on kind no NVIDIA "
+                  "device plugin registers with the kubelets, so no instance is allocated and the pod has no "
+                  "gpulab.dev/devices annotation, which on local the pod agent writes as that allocation")
 DIFFERENCES: dict[str, dict[str, str]] = {
     "03b-topology-manager": {
         "wide-rejected": _TOPOLOGY.format(then="runs on a100-1 holding its four GPUs"),
@@ -55,6 +60,7 @@ DIFFERENCES: dict[str, dict[str, str]] = {
     },
     "04c-per-node-sharing": {"greedy-refused-by-plugin": _NO_PLUGIN.format(n="two")},
     "04e-mps": {"big-refused": _NO_PLUGIN.format(n="two MPS")},
+    "04f-mig-parted": {"embedder-on-instance": _NO_ALLOCATION},
     "05-dra": {"workers-run-on-the-a100s": _DRA, "burst-job-runs": _DRA},
 }
 # What kind does produce instead, per lab and check id, as a lab check (lab.yaml syntax): on kind, a check of
@@ -70,6 +76,11 @@ ON_KIND: dict[str, dict[str, dict[str, Any]]] = {
         "greedy-refused-by-plugin": {"pod": {"namespace": "lab-04c", "name": "greedy", "nodeIn": ["t4-0"]}},
     },
     "04e-mps": {"big-refused": {"pod": {"namespace": "lab-04e", "name": "ranker-big", "nodeIn": ["l40s-0"]}}},
+    # the scheduler placed embedder on h100-0 for one 2g.20gb instance
+    "04f-mig-parted": {"embedder-on-instance": {"object": {
+        "kind": "Pod", "namespace": "lab-04f", "name": "embedder",
+        "expect": [{"path": "spec.containers[*].resources.limits[nvidia.com/mig-2g.20gb]", "equals": 1},
+                   {"path": "spec.nodeName", "equals": "h100-0"}]}}},
     "05-dra": {
         "workers-run-on-the-a100s": {"pod": {"namespace": "lab-05", "selector": "app=worker", "count": 2,
                                              "nodeIn": ["a100-1"]}},
