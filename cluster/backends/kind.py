@@ -62,6 +62,7 @@ DIFFERENCES: dict[str, dict[str, str]] = {
     "04e-mps": {"big-refused": _NO_PLUGIN.format(n="two MPS")},
     "04f-mig-parted": {"embedder-on-instance": _NO_ALLOCATION},
     "05-dra": {"workers-run-on-the-a100s": _DRA, "burst-job-runs": _DRA},
+    "07-capstone": {"finetune-runs": _DRA},
 }
 # What kind does produce instead, per lab and check id, as a lab check (lab.yaml syntax): on kind, a check of
 # DIFFERENCES that fails is graded on this one, so a learner who never created the object still fails it.
@@ -85,6 +86,10 @@ ON_KIND: dict[str, dict[str, dict[str, Any]]] = {
         "workers-run-on-the-a100s": {"pod": {"namespace": "lab-05", "selector": "app=worker", "count": 2,
                                              "nodeIn": ["a100-1"]}},
         "burst-job-runs": {"pod": {"namespace": "lab-05", "name": "burst-job", "nodeIn": ["t4-0"]}},
+    },
+    "07-capstone": {
+        "finetune-runs": {"pod": {"namespace": "capstone-finetune", "selector": "team=finetune", "count": 2,
+                                  "nodeIn": ["a100-1"]}},
     },
 }
 

@@ -51,5 +51,25 @@ def test_lab_solve_check_reset_on_kind(started: labs.Lab, record_property: Any) 
     assert all(message.startswith(why[cid] + ". Graded on what kind produces: ") for cid, message in shown.items()), shown
 
     lab.reset()
-    assert wait_for(lambda: lab.snapshot() == at_start, timeout=120, interval=1.0,
-                    what=f"lab {lab.id} back at its start state on kind")
+    seen: list[dict[str, Any]] = []
+
+    def back() -> bool:
+        seen[:] = [lab.snapshot()]
+        return seen[0] == at_start
+
+    try:
+        wait_for(back, timeout=120, interval=1.0, what=f"lab {lab.id} back at its start state on kind")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; differs at {_differences(at_start, seen[0] if seen else {})}") from None
+
+
+def _differences(a: Any, b: Any, where: str = "") -> list[str]:
+    """Where two snapshots differ (paths, at most 10), to say what a reset left behind."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = [f"{where}/{k}: {'missing' if k not in b else 'extra'}" for k in sorted(set(a) ^ set(b), key=str)]
+        for k in sorted(set(a) & set(b), key=str):
+            out += _differences(a[k], b[k], f"{where}/{k}")
+        return out[:10]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _differences(x, y, f"{where}[{i}]")][:10]
+    return [] if a == b else [f"{where}: {str(a)[:120]!r} -> {str(b)[:120]!r}"]
