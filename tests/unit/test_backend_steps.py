@@ -192,3 +192,27 @@ def test_every_kind_difference_is_graded_on_a_check_kind_can_pass() -> None:
             p = Problems()
             parsed = checks.KINDS[key](p, check_id, raw, ctx)
             assert not p.items and parsed.cluster, (lab_id, check_id, p.items)
+
+
+def test_a_wait_only_the_pod_agent_satisfies_is_skipped_on_kind(tmp_path: Path) -> None:
+    """``notOnKind`` on a lab's wait step: a kind cluster skips it (without reading any node); bad values are refused."""
+    from typing import Any, cast
+
+    from cluster.kube.client import Client
+    import time
+
+    from labs import steps as lab_steps
+    from labs.spec import Problems
+
+    p = Problems()
+    raw = {"wait": {"node": {"name": "a100-1", "labels": {"nvidia.com/mig.config.state": "failed"}},
+                    "timeout": 60, "notOnKind": True}}
+    step = lab_steps.parse(p, "spec.setup[0]", raw, tmp_path)
+    assert not p.items and isinstance(step, lab_steps.Wait) and step.not_on_kind
+    started = time.monotonic()
+    step.run(lab_steps.StepContext(cast(Client, _Nodes("kind://docker/gpulab/gpulab-worker")), tmp_path, cast(Any, None)))
+    assert time.monotonic() - started < 5
+
+    bad = Problems()
+    lab_steps.parse(bad, "spec.setup[0]", {"wait": {**raw["wait"], "notOnKind": "yes"}}, tmp_path)
+    assert any("notOnKind" in item for item in bad.items)
