@@ -36,7 +36,7 @@ NODES_READY_TIMEOUT = 180.0
 # cannot do"), and those checks are graded on what kind does produce (ON_KIND).
 _NO_PLUGIN = ("kind backend difference: no NVIDIA device plugin registers with kind's real kubelets (there are no "
               "GPUs), so nothing refuses a container that asks for {n} shared replicas; on a GPU node the plugin's "
-              "Allocate fails (k8s-device-plugin internal/rm/allocate.go) and the kubelet fails the pod with "
+              "Allocate fails (k8s-device-plugin internal/plugin/server.go, internal/rm/rm.go ValidateRequest) and the kubelet fails the pod with "
               "UnexpectedAdmissionError, as the local backend shows")
 _DRA = ("kind backend difference: a real kubelet prepares a pod's ResourceClaims through the DRA driver's "
         "kubelet plugin (NodePrepareResources, over a socket on the node: kubelet pkg/kubelet/cm/dra); gpulab's DRA "
