@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import yaml
 
 from cluster import errors
-from cluster.backends import guard
+from cluster.backends import guard, kind as kind_backend
 from cluster.kube.client import Client
 from cluster import gpustack
 from cluster.gpustack import names
@@ -247,8 +247,13 @@ class Wait:
     rule: Rule
     timeout: float = 30.0
     what: str = field(default="", compare=False)
+    # ``notOnKind``: the outcome waited for is one only our pod agent produces (docs/kind.md, "What a kind kubelet
+    # cannot do"), so on a kind cluster the step is skipped instead of timing out.
+    not_on_kind: bool = False
 
     def run(self, ctx: StepContext) -> None:
+        if self.not_on_kind and kind_backend.runs_on_kind(ctx.client):
+            return
         ev = evidence.Evidence({}, (), ctx.fleet, LiveView(ctx.client))
         deadline = time.monotonic() + self.timeout
         while True:
@@ -338,10 +343,13 @@ def _wait(p: Problems, where: str, value: Any) -> Wait | None:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 600:
         p.add(f"{where}.timeout", "must be a number of seconds between 0 and 600")
         timeout = 30
-    kinds = [k for k in m if k != "timeout"]
+    not_on_kind = m.get("notOnKind", False)
+    if not isinstance(not_on_kind, bool):
+        p.add(f"{where}.notOnKind", "must be true or false")
+    kinds = [k for k in m if k not in ("timeout", "notOnKind")]
     if len(kinds) != 1 or kinds[0] not in _WAITABLE:
-        p.add(where, f"needs exactly one of {', '.join(_WAITABLE)} (and optionally timeout)")
+        p.add(where, f"needs exactly one of {', '.join(_WAITABLE)} (and optionally timeout, notOnKind)")
         return None
     body = common.mapping(p, f"{where}.{kinds[0]}", m[kinds[0]])
     rule = _WAITABLE[kinds[0]](p, f"{where}.{kinds[0]}", body, None)
-    return Wait(rule, float(timeout), f"{kinds[0]} {body.get('name', '')}".strip())
+    return Wait(rule, float(timeout), f"{kinds[0]} {body.get('name', '')}".strip(), not_on_kind is True)

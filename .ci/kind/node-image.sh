@@ -33,10 +33,25 @@ print(f"KIND_VERSION={versions.KIND_VERSION} NODE_IMAGE={versions.KIND_NODE_IMAG
 print(f"LDFLAGS='{gobuild.version_ldflags('2026-01-01T00:00:00Z')}'")
 EOF
 )"
+# The images the labs' pods and the simulated operator's operands name: the node image holds a stand-in under each
+# (pinned tags only, so no kubelet pulls), and the list is part of the cache key.
+WORKLOAD_IMAGES="$(cd "$REPO" && "$PY" - <<'EOF'
+import re
+from pathlib import Path
+from cluster.sim.gpu import manifests
+found = {manifests.IMAGE}
+for path in Path("labs").glob("0*/**/*.yaml"):
+    found.update(m.group(1) for m in re.finditer(r"image:\s*[\"']?([^\s\"']+)", path.read_text()))
+latest = sorted(i for i in found if i.endswith(":latest") or ":" not in i.rsplit("/", 1)[-1])
+if latest:  # imagePullPolicy defaults to Always for these: the kubelet would pull even with the image on the node
+    raise SystemExit(f"pin a tag for {', '.join(latest)}: an untagged or :latest image is always pulled")
+print(" ".join(sorted(found)))
+EOF
+)"
 COREDNS_VERSION=v1.14.2
 CRICTL_VERSION=v1.36.0
 KEY="$(cat "$0" "$HERE"/runc-nosysresource "$HERE"/src/*/*.go "$HERE"/src/*/go.mod "$HERE"/src/go.mod \
-       <(echo "$K8S $ETCD $KIND_VERSION $COREDNS_VERSION $CRICTL_VERSION") | sha256sum | cut -c1-12)"
+       <(echo "$K8S $ETCD $KIND_VERSION $COREDNS_VERSION $CRICTL_VERSION $WORKLOAD_IMAGES") | sha256sum | cut -c1-12)"
 KROOT="$CACHE/kind"
 WORK="$KROOT/$KIND_VERSION-$K8S-$KEY"
 # The Go builds and the base image have keys of their own, so an edit elsewhere in this script reuses them.
@@ -219,16 +234,6 @@ docker build -q -t "registry.k8s.io/kube-proxy:$K8S" "$CTX/kube-proxy" >/dev/nul
 mkdir -p "$CTX/workload"; cp "$BIN/workload" "$CTX/workload/"
 printf 'FROM scratch\nCOPY workload /bin/sleep\nCOPY workload /bin/sh\nCOPY workload /bin/bash\nCOPY workload /usr/bin/sleep\nENV PATH=/usr/local/bin:/usr/bin:/bin\nCMD ["/bin/sleep", "infinity"]\n' > "$CTX/workload/Dockerfile"
 docker build -q -t gpulab/workload:stand-in "$CTX/workload" >/dev/null
-WORKLOAD_IMAGES="$(cd "$REPO" && "$PY" - <<'EOF'
-import re
-from pathlib import Path
-from cluster.sim.gpu import manifests
-found = {manifests.IMAGE}
-for path in Path("labs").glob("0*/**/*.yaml"):
-    found.update(m.group(1) for m in re.finditer(r"image:\s*[\"']?([^\s\"']+)", path.read_text()))
-print(" ".join(sorted(i for i in found if ":" in i)))
-EOF
-)"
 for i in $WORKLOAD_IMAGES; do docker tag gpulab/workload:stand-in "$i"; done
 docker build -q -t "$KINDNETD_IMAGE" "$CTX/kindnetd" >/dev/null
 # kind reads one archive's tags from the first of `repositories` / `manifest.json` it meets and pulls every image

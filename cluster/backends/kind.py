@@ -33,21 +33,63 @@ CREATE_TIMEOUT = 1800.0  # the first run pulls a node image of about 1 GB
 NODES_READY_TIMEOUT = 180.0
 # What the local backend's pod agent does in the kubelet's place that a real kubelet on kind cannot, per lab and
 # check id: the reason is shown to the learner with the check's result on kind (docs/kind.md, "What a kind kubelet
-# cannot do"), and those checks are graded on what kind does produce.
+# cannot do"), and those checks are graded on what kind does produce (ON_KIND).
+_NO_PLUGIN = ("kind backend difference: no NVIDIA device plugin registers with kind's real kubelets (there are no "
+              "GPUs), so nothing refuses a container that asks for {n} shared replicas; on a GPU node the plugin's "
+              "Allocate fails (k8s-device-plugin internal/plugin/server.go, internal/rm/rm.go ValidateRequest) and the kubelet fails the pod with "
+              "UnexpectedAdmissionError, as the local backend shows")
+_DRA = ("kind backend difference: a real kubelet prepares a pod's ResourceClaims through the DRA driver's "
+        "kubelet plugin (NodePrepareResources, over a socket on the node: kubelet pkg/kubelet/cm/dra); gpulab's DRA "
+        "driver runs on your machine and registers no kubelet plugin, so on kind the pod stays ContainerCreating "
+        "(FailedPrepareDynamicResources) after the scheduler allocated its claim; on local the pod agent plays "
+        "that plugin and the pod runs")
+_TOPOLOGY = ("kind backend difference: the Topology Manager aligns a pod's devices with the NUMA affinity its "
+             "device plugin reports (GetPreferredAllocation and TopologyInfo; kubelet pkg/kubelet/cm/topologymanager "
+             "and devicemanager/topology_hints.go); on kind no device plugin registers nvidia.com/gpu, so the kubelet "
+             "has no GPU hints and admits wide, which {then}; on local the pod agent plays the kubelet's admission "
+             "and refuses wide with TopologyAffinityError")
+_NO_ALLOCATION = ("kind backend difference: a real kubelet asks the device plugin to Allocate the devices a container "
+                  "requests (kubelet pkg/kubelet/cm/devicemanager) and starts it with them (NVIDIA_VISIBLE_DEVICES "
+                  "naming the MIG instance's UUID; k8s-device-plugin internal/plugin/server.go); on kind no NVIDIA "
+                  "device plugin registers with the kubelets, so no instance is allocated and the pod has no "
+                  "gpulab.dev/devices annotation, which on local the pod agent writes as that allocation")
 DIFFERENCES: dict[str, dict[str, str]] = {
-    "04c-per-node-sharing": {
-        "greedy-refused-by-plugin": (
-            "kind backend difference: no NVIDIA device plugin registers with kind's real kubelets (there are no "
-            "GPUs), so nothing refuses a container that asks for two shared replicas; on a GPU node the plugin's "
-            "Allocate fails and the kubelet fails the pod with UnexpectedAdmissionError, as the local backend shows"),
+    "03b-topology-manager": {
+        "wide-rejected": _TOPOLOGY.format(then="runs on a100-1 holding its four GPUs"),
+        "pair-runs": _TOPOLOGY.format(then="keeps a100-1's four GPUs, so pair waits Pending until you delete wide"),
     },
+    "04c-per-node-sharing": {"greedy-refused-by-plugin": _NO_PLUGIN.format(n="two")},
+    "04e-mps": {"big-refused": _NO_PLUGIN.format(n="two MPS")},
+    "04f-mig-parted": {"embedder-on-instance": _NO_ALLOCATION},
+    "05-dra": {"workers-run-on-the-a100s": _DRA, "burst-job-runs": _DRA},
+    "07-capstone": {"finetune-runs": _DRA},
+}
+# What kind does produce instead, per lab and check id, as a lab check (lab.yaml syntax): on kind, a check of
+# DIFFERENCES that fails is graded on this one, so a learner who never created the object still fails it.
+ON_KIND: dict[str, dict[str, dict[str, Any]]] = {
+    "03b-topology-manager": {
+        # the scheduler placed wide where the learner pinned it; kind's kubelet then runs it
+        "wide-rejected": {"pod": {"namespace": "lab-03b", "name": "wide", "nodeIn": ["a100-1"]}},
+        # pair exists (from fits.yaml); it runs on a100-1 once wide is gone
+        "pair-runs": {"pod": {"namespace": "lab-03b", "name": "pair"}},
+    },
+    "04c-per-node-sharing": {
+        "greedy-refused-by-plugin": {"pod": {"namespace": "lab-04c", "name": "greedy", "nodeIn": ["t4-0"]}},
+    },
+    "04e-mps": {"big-refused": {"pod": {"namespace": "lab-04e", "name": "ranker-big", "nodeIn": ["l40s-0"]}}},
+    # the scheduler placed embedder on h100-0 for one 2g.20gb instance
+    "04f-mig-parted": {"embedder-on-instance": {"object": {
+        "kind": "Pod", "namespace": "lab-04f", "name": "embedder",
+        "expect": [{"path": "spec.containers[*].resources.limits[nvidia.com/mig-2g.20gb]", "equals": 1},
+                   {"path": "spec.nodeName", "equals": "h100-0"}]}}},
     "05-dra": {
-        check: ("kind backend difference: a real kubelet prepares a pod's ResourceClaims through the DRA driver's "
-                "kubelet plugin (NodePrepareResources, over a socket on the node); gpulab's DRA driver runs on your "
-                "machine and registers no kubelet plugin, so on kind the pod stays ContainerCreating "
-                "(FailedPrepareDynamicResources) after the scheduler allocated its claim; on local the pod agent plays "
-                "that plugin and the pod runs")
-        for check in ("workers-run-on-the-a100s", "burst-job-runs")
+        "workers-run-on-the-a100s": {"pod": {"namespace": "lab-05", "selector": "app=worker", "count": 2,
+                                             "nodeIn": ["a100-1"]}},
+        "burst-job-runs": {"pod": {"namespace": "lab-05", "name": "burst-job", "nodeIn": ["t4-0"]}},
+    },
+    "07-capstone": {
+        "finetune-runs": {"pod": {"namespace": "capstone-finetune", "selector": "team=finetune", "count": 2,
+                                  "nodeIn": ["a100-1"]}},
     },
 }
 
@@ -62,6 +104,11 @@ def runs_on_kind(client: Client) -> bool:
 def differences(lab_id: str) -> dict[str, str]:
     """Check id -> why a kind kubelet cannot produce that check's outcome, for one lab."""
     return dict(DIFFERENCES.get(lab_id, {}))
+
+
+def on_kind(lab_id: str) -> dict[str, dict[str, Any]]:
+    """Check id -> the check (lab.yaml syntax) that grades what kind produces instead, for one lab."""
+    return {check: dict(rule) for check, rule in ON_KIND.get(lab_id, {}).items()}
 
 
 _NO_DOCKER_HINT = ("install Docker (https://docs.docker.com/get-docker/) and start it, then run "

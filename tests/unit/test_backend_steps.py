@@ -172,3 +172,47 @@ def test_kind_differences_name_real_checks_and_say_kind() -> None:
     for lab_id, why in kind_mod.DIFFERENCES.items():
         assert set(why) <= {c.id for c in labs.get(lab_id).checks}
         assert all(reason.startswith("kind backend difference:") for reason in why.values())
+
+
+def test_every_kind_difference_is_graded_on_a_check_kind_can_pass() -> None:
+    """Each kind difference names what kind produces instead (``ON_KIND``), as a valid check of its lab."""
+    import labs
+    from cluster.backends import kind as kind_mod
+    from labs import checks
+    from labs.checks import static
+    from labs.spec import Problems
+
+    assert set(kind_mod.ON_KIND) == set(kind_mod.DIFFERENCES)
+    for lab_id, rules in kind_mod.ON_KIND.items():
+        assert set(rules) == set(kind_mod.DIFFERENCES[lab_id])
+        spec = labs.get(lab_id)
+        ctx = static.LoadContext(spec.files, spec.lint_files, frozenset(), spec.directory)
+        for check_id, rule in rules.items():
+            (key, raw), = rule.items()
+            p = Problems()
+            parsed = checks.KINDS[key](p, check_id, raw, ctx)
+            assert not p.items and parsed.cluster, (lab_id, check_id, p.items)
+
+
+def test_a_wait_only_the_pod_agent_satisfies_is_skipped_on_kind(tmp_path: Path) -> None:
+    """``notOnKind`` on a lab's wait step: a kind cluster skips it (without reading any node); bad values are refused."""
+    from typing import Any, cast
+
+    from cluster.kube.client import Client
+    import time
+
+    from labs import steps as lab_steps
+    from labs.spec import Problems
+
+    p = Problems()
+    raw = {"wait": {"node": {"name": "a100-1", "labels": {"nvidia.com/mig.config.state": "failed"}},
+                    "timeout": 60, "notOnKind": True}}
+    step = lab_steps.parse(p, "spec.setup[0]", raw, tmp_path)
+    assert not p.items and isinstance(step, lab_steps.Wait) and step.not_on_kind
+    started = time.monotonic()
+    step.run(lab_steps.StepContext(cast(Client, _Nodes("kind://docker/gpulab/gpulab-worker")), tmp_path, cast(Any, None)))
+    assert time.monotonic() - started < 5
+
+    bad = Problems()
+    lab_steps.parse(bad, "spec.setup[0]", {"wait": {**raw["wait"], "notOnKind": "yes"}}, tmp_path)
+    assert any("notOnKind" in item for item in bad.items)
