@@ -53,6 +53,12 @@ _NO_ALLOCATION = ("kind backend difference: a real kubelet asks the device plugi
                   "naming the MIG instance's UUID; k8s-device-plugin internal/plugin/server.go); on kind no NVIDIA "
                   "device plugin registers with the kubelets, so no instance is allocated and the pod has no "
                   "gpulab.dev/devices annotation, which on local the pod agent writes as that allocation")
+_LAGGING_KUBELET = ("kind backend difference: on kind, gpulab's GPU stack runs on your machine and advertises h100-0's "
+                    "GPUs by writing the node's status through the API server, so the node's kubelet learns of them a "
+                    "moment after the scheduler may; a pod bound in that moment is refused by the kubelet's own "
+                    "admission check with OutOfnvidia.com/gpu (kubelet pkg/kubelet/lifecycle/predicate.go) and, "
+                    "being a bare pod, is not retried (create it again to run it). On a GPU node the kubelet "
+                    "advertises device-plugin resources itself, so it never lags behind the scheduler")
 DIFFERENCES: dict[str, dict[str, str]] = {
     "03b-topology-manager": {
         "wide-rejected": _TOPOLOGY.format(then="runs on a100-1 holding its four GPUs"),
@@ -62,6 +68,7 @@ DIFFERENCES: dict[str, dict[str, str]] = {
     "04e-mps": {"big-refused": _NO_PLUGIN.format(n="two MPS")},
     "04f-mig-parted": {"embedder-on-instance": _NO_ALLOCATION},
     "05-dra": {"workers-run-on-the-a100s": _DRA, "burst-job-runs": _DRA},
+    "06-troubleshooting": {"render-runs": _LAGGING_KUBELET},
     "07-capstone": {"finetune-runs": _DRA},
 }
 # What kind does produce instead, per lab and check id, as a lab check (lab.yaml syntax): on kind, a check of
@@ -87,6 +94,8 @@ ON_KIND: dict[str, dict[str, dict[str, Any]]] = {
                                              "nodeIn": ["a100-1"]}},
         "burst-job-runs": {"pod": {"namespace": "lab-05", "name": "burst-job", "nodeIn": ["t4-0"]}},
     },
+    # the scheduler bound render to h100-0 once its GPUs came back (Running, or refused by a lagging kubelet)
+    "06-troubleshooting": {"render-runs": {"pod": {"namespace": "lab-06", "name": "render", "nodeIn": ["h100-0"]}}},
     "07-capstone": {
         "finetune-runs": {"pod": {"namespace": "capstone-finetune", "selector": "team=finetune", "count": 2,
                                   "nodeIn": ["a100-1"]}},
