@@ -20,7 +20,7 @@ from typing import Any
 
 
 from cluster import (binaries, errors, fleet as fleet_mod, ops, pki as pki_mod, progress as progress_mod, safefs, seed,
-                     versions)
+                     settings, versions)
 from cluster.backends import steps as steps_mod
 from cluster.backends.base import ClusterStatus, ComponentStatus, StateDir
 from cluster.kube import http as kube_http, kubeconfig
@@ -395,7 +395,7 @@ class LocalBackend(StateDir):
 
     def _step_seed(self, bins: binaries.Binaries, prog: progress_mod.Progress) -> bool:
         """Start a new cluster's etcd from the bootstrap seed (made once per version; see ``cluster.seed``)."""
-        if os.environ.get("GPULAB_ETCD_SEED", "1") == "0":
+        if not settings.current().etcd_seed:
             return False
         path = self.prepare_seed(bins, prog)
         return path is not None and seed.restore(path, self.dir / "etcd")
