@@ -39,6 +39,12 @@ def cache_dir() -> Path:
     return settings.current().cache_dir or Path(platformdirs.user_cache_dir("gpulab"))
 
 
+def seeds_dir() -> Path:
+    """Where etcd bootstrap seeds are kept (the public way to name it: class mode shares the folder with the
+    learners' accounts): ``$GPULAB_SEED_DIR``, else ``seeds/`` in the user cache, next to the binaries."""
+    return settings.current().seed_dir or cache_dir() / "seeds"
+
+
 def bin_dir() -> Path:
     return cache_dir() / "bin" / f"k8s-{versions.KUBERNETES_VERSION}-etcd-{versions.ETCD_VERSION}"
 

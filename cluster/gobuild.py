@@ -210,12 +210,12 @@ def extra_tools() -> tuple[str, ...]:
 
 
 # The JSON protocol revision of an extra tool, part of its installed name: a helper that learnt something new
-# (celcheck 2 evaluates selectors against devices) is built again instead of an older one being reused.
-EXTRA_REVISIONS: dict[str, int] = {"celcheck": 2}
+# (celcheck 2 evaluates selectors against devices, 3 returns the parsed syntax tree) is built again instead of an older one being reused.
+EXTRA_REVISIONS: dict[str, int] = {"celcheck": 3}
 
 
 def extra_binary_name(name: str) -> str:
-    """``celcheck`` -> ``celcheck-2``; a tool without a revision keeps its name."""
+    """``celcheck`` -> ``celcheck-3``; a tool without a revision keeps its name."""
     return f"{name}-{EXTRA_REVISIONS[name]}" if name in EXTRA_REVISIONS else name
 
 

@@ -37,7 +37,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from cluster import binaries, errors, settings, versions
+from cluster import binaries, errors, versions
 from cluster.kube.client import Client
 
 log = logging.getLogger(__name__)
@@ -64,8 +64,8 @@ def _flag_fingerprint(apiserver_argv: Sequence[str]) -> str:
 
 
 def seeds_dir() -> Path:
-    """Where seeds are kept: ``$GPULAB_SEED_DIR``, else ``seeds/`` in the user cache (next to the binaries)."""
-    return settings.current().seed_dir or binaries.cache_dir() / "seeds"
+    """Where seeds are kept (``cluster.binaries.seeds_dir``, the public name of the folder)."""
+    return binaries.seeds_dir()
 
 
 def seed_path(apiserver_argv: Sequence[str]) -> Path:

@@ -1,7 +1,7 @@
 """The one settings object: every ``GPULAB_*`` environment variable, read once at the edge.
 
-``Settings.from_env`` is the only reader of those variables outside ``cluster/backends`` (whose own reads move
-here with the bring-up work). Entry points (the CLI, the agents) build it once and hold it (``using``,
+``Settings.from_env`` is the only reader of those variables (``tests/static/test_settings_edge.py`` fails on any
+other read or write of ``os.environ`` for a ``GPULAB_*`` name). Entry points (the CLI, the agents) build it once and hold it (``using``,
 ``establish``); library code asks ``current()``, which reads the process environment when no entry point holds
 settings (a notebook importing ``labs``, a test). A run that needs other values (the bench's private seed or labs folder)
 uses ``overridden(...)`` for its own duration instead of writing ``os.environ``, and hands a child process
@@ -48,13 +48,17 @@ class Settings:
     learner: str | None = None  # GPULAB_LEARNER: whose quiz answers these are
     quiz_db: Path | None = None  # GPULAB_QUIZ_DB: the quiz answer store
     admission_hooks: str = DEFAULT_ADMISSION_HOOKS  # GPULAB_ADMISSION_HOOKS: the pod agent's admission hooks
+    etcd_seed: bool = True  # GPULAB_ETCD_SEED (0 turns it off): start etcd from the bootstrap seed
+    class_dir: Path | None = None  # GPULAB_CLASS_DIR: the class folder of class mode
+    cluster_on_demand: bool = False  # GPULAB_CLUSTER_ON_DEMAND=1 (set by the class hub): start a cluster on first use
 
     _ENV = {
         "state_dir": "GPULAB_STATE_DIR", "cache_dir": "GPULAB_CACHE_DIR", "bin_dir": "GPULAB_BIN_DIR",
         "seed_dir": "GPULAB_SEED_DIR", "celcheck": "GPULAB_CELCHECK", "dpcheck": "GPULAB_DPCHECK",
         "kube_download_base": "GPULAB_KUBE_DOWNLOAD_BASE", "etcd_download_base": "GPULAB_ETCD_DOWNLOAD_BASE",
         "labs_dir": "GPULAB_LABS_DIR", "learner": "GPULAB_LEARNER", "quiz_db": "GPULAB_QUIZ_DB",
-        "admission_hooks": "GPULAB_ADMISSION_HOOKS",
+        "admission_hooks": "GPULAB_ADMISSION_HOOKS", "etcd_seed": "GPULAB_ETCD_SEED",
+        "class_dir": "GPULAB_CLASS_DIR", "cluster_on_demand": "GPULAB_CLUSTER_ON_DEMAND",
     }
 
     @classmethod
@@ -69,6 +73,8 @@ class Settings:
             labs_dir=_path(env, "GPULAB_LABS_DIR"), learner=_text(env, "GPULAB_LEARNER"),
             quiz_db=_path(env, "GPULAB_QUIZ_DB"),
             admission_hooks=_text(env, "GPULAB_ADMISSION_HOOKS") or DEFAULT_ADMISSION_HOOKS,
+            etcd_seed=_text(env, "GPULAB_ETCD_SEED") != "0", class_dir=_path(env, "GPULAB_CLASS_DIR"),
+            cluster_on_demand=_text(env, "GPULAB_CLUSTER_ON_DEMAND") == "1",
         )  # fmt: skip
 
     def environ(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -78,8 +84,10 @@ class Settings:
         for f in fields(self):
             name = self._ENV[f.name]
             value = getattr(self, f.name)
-            if value is None or (f.name == "admission_hooks" and value == DEFAULT_ADMISSION_HOOKS):
+            if value is None or value == f.default:
                 out.pop(name, None)
+            elif isinstance(value, bool):
+                out[name] = "1" if value else "0"
             else:
                 out[name] = str(value)
         return out

@@ -239,17 +239,18 @@ def _compile(docs: Iterable[source.Document], wanted: bool) -> base.CelResults:
     items = sorted(set(dra_cel.collect(docs)))
     if not items:
         return base.CelResults()
-    if not wanted:
-        return base.CelResults(unavailable="CEL compilation was turned off for this run")
     try:
-        verdicts = cel_mod.check(items)
+        if not wanted:  # the static checks still read each selector's syntax tree (one celcheck process)
+            cel_mod.parse(sorted({expr for expr, _ in items}))
+            return base.CelResults(unavailable="CEL compilation was turned off for this run", parsed=True)
+        verdicts = cel_mod.check(items, parse_too=True)
     except errors.BinariesUnavailable:
         return base.CelResults(unavailable="the celcheck helper is not installed")
     except errors.CommandFailed as exc:
         log.warning("celcheck failed: %s", exc)
         return base.CelResults(unavailable=f"the celcheck helper failed ({exc.output.strip()[:200]})")
     return base.CelResults(
-        verdicts={item: base.CelVerdict(v.ok, v.error, v.cost) for item, v in zip(items, verdicts)}
+        verdicts={item: base.CelVerdict(v.ok, v.error, v.cost) for item, v in zip(items, verdicts)}, parsed=True
     )
 
 

@@ -418,7 +418,7 @@ CATALOG: Mapping[str, Msg] = MappingProxyType({
         "This CEL selector could cost too much to evaluate: {api}",
         "Simplify the expression (fewer loops over lists, shorter string work)."),
     "dra-cel/not-compiled": Msg(I, _D,
-        "CEL not checked: {reason}. Run `gpulab binaries ensure` to install the checker; the static checks below still ran.",
+        "CEL not checked: {reason}. Run `gpulab binaries ensure` to install the checker; {static}.",
         "The apiserver compiles selectors when the object is created; a syntax error only shows up then."),
     "dra-cel/unknown-attribute": Msg(E, _D,
         "`{ref}`: the driver {domain} publishes no attribute `{name}`. Reading it fails at allocation time, so the claim is never satisfied.",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,7 +13,7 @@ from typing import Any, Protocol
 
 import platformdirs
 
-from cluster import errors, fleet as fleet_mod, progress as progress_mod, safefs
+from cluster import errors, fleet as fleet_mod, progress as progress_mod, safefs, settings
 
 # Write failures that are about the disk, not about gpulab: reported as one clear message, never a traceback.
 _DISK_ERRNOS = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
@@ -30,9 +29,8 @@ def free_mib(path: Path) -> float:
 
 
 def state_root() -> Path:
-    """Where clusters keep their state: ``$GPULAB_STATE_DIR`` or the XDG state dir."""
-    override = os.environ.get("GPULAB_STATE_DIR")
-    return Path(override) if override else Path(platformdirs.user_state_dir("gpulab"))
+    """Where clusters keep their state: the settings' ``state_dir`` (``$GPULAB_STATE_DIR``) or the XDG state dir."""
+    return settings.current().state_dir or Path(platformdirs.user_state_dir("gpulab"))
 
 
 @dataclass(frozen=True)

@@ -12,20 +12,18 @@ import json
 import logging
 import os
 import shutil
-import ssl
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 
 from cluster import (binaries, errors, fleet as fleet_mod, ops, pki as pki_mod, progress as progress_mod, safefs, seed,
-                     versions)
+                     settings, versions)
 from cluster.backends import steps as steps_mod
 from cluster.backends.base import ClusterStatus, ComponentStatus, StateDir
-from cluster.kube import kubeconfig
+from cluster.kube import http as kube_http, kubeconfig
 from cluster.kube.client import Client
 from cluster.supervisor import ProcessSpec, Supervisor, free_port
 
@@ -239,12 +237,7 @@ class LocalBackend(StateDir):
                    ca: str | None = None) -> None:
         deadline = time.monotonic() + timeout
         last = ""
-        verify: ssl.SSLContext | bool = False
-        if ca:
-            verify = ssl.create_default_context(cafile=ca)
-            if client_cert:
-                verify.load_cert_chain(*client_cert)
-        with httpx.Client(verify=verify, timeout=2.0) as http:
+        with kube_http.probe(ca=ca, client_cert=client_cert) as http:
             while time.monotonic() < deadline:
                 if not self.sup.pid(name):
                     tail = self.sup.log_tail(name)
@@ -261,13 +254,9 @@ class LocalBackend(StateDir):
                         hint=f"see {self.sup.log_dir / (name + '.log')}; a port clash or a corrupt state dir "
                         "are the usual causes (`gpulab down --purge` starts afresh)",
                     )
-                try:
-                    resp = http.get(url)
-                    if resp.status_code == 200:
-                        return
-                    last = f"HTTP {resp.status_code}: {resp.text[:200]}"
-                except httpx.HTTPError as exc:
-                    last = str(exc)
+                last = http.check(url)
+                if not last:
+                    return
                 time.sleep(0.05)
         raise errors.ClusterError(f"{name} did not become healthy within {timeout:.0f} s ({last})",
                                   hint=f"see {self.sup.log_dir / (name + '.log')}")
@@ -406,7 +395,7 @@ class LocalBackend(StateDir):
 
     def _step_seed(self, bins: binaries.Binaries, prog: progress_mod.Progress) -> bool:
         """Start a new cluster's etcd from the bootstrap seed (made once per version; see ``cluster.seed``)."""
-        if os.environ.get("GPULAB_ETCD_SEED", "1") == "0":
+        if not settings.current().etcd_seed:
             return False
         path = self.prepare_seed(bins, prog)
         return path is not None and seed.restore(path, self.dir / "etcd")

@@ -6,13 +6,14 @@ that must fetch a URL does it here. Failures are ``HttpError`` with the URL and 
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
-__all__ = ["HttpError", "Session", "get_text", "session"]
+__all__ = ["HttpError", "Probe", "Session", "get_status", "get_text", "probe", "session"]
 
 
 class HttpError(Exception):
@@ -60,3 +61,39 @@ def get_text(url: str, timeout: float = 10.0) -> str:
     """One GET of a text resource (a Prometheus endpoint, a checksum file)."""
     with session(timeout) as s:
         return s.text(url)
+
+
+def get_status(url: str, timeout: float = 2.0) -> int:
+    """The HTTP status of one GET (redirects not followed); ``HttpError`` when nothing answers."""
+    try:
+        return httpx.get(url, timeout=timeout).status_code
+    except httpx.HTTPError as exc:
+        raise HttpError(f"{url}: {exc}") from exc
+
+
+class Probe:
+    """Repeated health checks of one TLS endpoint (a component starting up)."""
+
+    def __init__(self, http: httpx.Client) -> None:
+        self._http = http
+
+    def check(self, url: str) -> str:
+        """"" when ``url`` answers 200; else what it said (status and the start of the body) or why it did not."""
+        try:
+            resp = self._http.get(url)
+        except httpx.HTTPError as exc:
+            return str(exc) or type(exc).__name__
+        return "" if resp.status_code == 200 else f"HTTP {resp.status_code}: {resp.text[:200]}"
+
+
+@contextmanager
+def probe(*, ca: str | None = None, client_cert: tuple[str, str] | None = None,
+          timeout: float = 2.0) -> Iterator[Probe]:
+    """A ``Probe`` that trusts ``ca`` (no verification without one) and presents ``client_cert`` (cert, key)."""
+    verify: ssl.SSLContext | bool = False
+    if ca:
+        verify = ssl.create_default_context(cafile=ca)
+        if client_cert:
+            verify.load_cert_chain(*client_cert)
+    with httpx.Client(verify=verify, timeout=timeout) as http:
+        yield Probe(http)

@@ -40,11 +40,13 @@ class CelResults:
     """Verdicts of the real Kubernetes CEL compiler, keyed by (expression, field path).
 
     ``unavailable`` says why no verdicts exist (binary missing, crashed), in which case rules report once
-    that CEL was not checked rather than guessing.
+    that CEL was not checked rather than guessing. ``parsed``: celcheck parsed the selectors, so the static
+    checks (``graders.cel_static``, which read cel-go's syntax tree) ran.
     """
 
     verdicts: Mapping[tuple[str, str], CelVerdict] = field(default_factory=dict)
     unavailable: str = ""
+    parsed: bool = False
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ and type errors and the cost limit exactly as the apiserver would. Static checks
 but cannot work: an attribute the driver does not publish (the NVIDIA driver dropped ``index``), a
 capacity read as an attribute, a version attribute compared with a string instead of ``semver(...)``, a
 capacity compared with a number instead of ``quantity(...)``, and literals that ``quantity()`` or
-``semver()`` would reject at run time. Without the helper, the rule says CEL was not compiled.
+``semver()`` would reject at run time; they read the syntax tree cel-go's parser builds (celcheck again), never
+a guess at CEL's grammar. Without the helper, the rule says CEL was neither compiled nor checked.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ def check(doc: source.Document, ctx: base.RuleContext) -> Iterator[findings.Find
             yield base.emit(doc, sel.path, key, api=verdict.error, expression=_short(sel.expression))
         elif verdict is None and ctx.cel.unavailable and not reported_unavailable:
             reported_unavailable = True
-            yield base.emit(doc, sel.path, "dra-cel/not-compiled", reason=ctx.cel.unavailable)
+            static = ("the attribute and type checks below still ran" if ctx.cel.parsed else
+                      "the attribute and type checks need it too, so they did not run")
+            yield base.emit(doc, sel.path, "dra-cel/not-compiled", reason=ctx.cel.unavailable, static=static)
         for issue in cel_static.analyse(sel.expression):
             yield base.emit(doc, sel.path, issue.key, **issue.fields)
 

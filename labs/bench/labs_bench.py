@@ -13,7 +13,6 @@ own temporary dir so a learner's records are never touched.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,21 +39,10 @@ class Recorded:
 
 @contextmanager
 def private_state(root: Path) -> Iterator[None]:
-    """Point the state root (lab records) and the labs dir at ``root`` for the duration.
-
-    The labs dir goes through the settings object. The state root is still exported: cluster/backends reads
-    GPULAB_STATE_DIR itself (base.state_root, which decides who owns a kubeconfig) until the bring-up work moves
-    it onto ``cluster.settings``; then this export goes too."""
-    saved = os.environ.get("GPULAB_STATE_DIR")
-    os.environ["GPULAB_STATE_DIR"] = str(root / "state")
-    try:
-        with settings.overridden(state_dir=root / "state", labs_dir=root / "labs"):
-            yield
-    finally:
-        if saved is None:
-            os.environ.pop("GPULAB_STATE_DIR", None)
-        else:
-            os.environ["GPULAB_STATE_DIR"] = saved
+    """Point the state root (lab records) and the labs dir at ``root`` for the duration, through the settings
+    object (nothing in ``os.environ`` changes)."""
+    with settings.overridden(state_dir=root / "state", labs_dir=root / "labs"):
+        yield
 
 
 def planned() -> list[Figure]:

@@ -13,9 +13,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
-
 from cluster import errors
+from cluster.kube import web
 
 
 @dataclass(frozen=True)
@@ -30,48 +29,39 @@ class HubSession:
         self.url = url.rstrip("/")
         self.user = user
         self.password = password
-        self._http: aiohttp.ClientSession | None = None
+        self.http = web.WebSession()
 
     async def __aenter__(self) -> HubSession:
-        self._http = aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
+        await self.http.__aenter__()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        assert self._http is not None
-        await self._http.close()
-
-    @property
-    def http(self) -> aiohttp.ClientSession:
-        assert self._http is not None, "use HubSession in an async with block"
-        return self._http
+        await self.http.__aexit__(*exc)
 
     def _xsrf(self, path: str = "/hub/") -> str:
         """The XSRF cookie of the hub (``/hub/``) or of the learner's server (``/user/NAME/``)."""
         found = ""
-        for cookie in self.http.cookie_jar:
-            if cookie.key == "_xsrf" and path.startswith(cookie["path"] or "/"):
-                found = cookie.value if len(cookie["path"] or "/") > 1 or not found else found
+        for cookie_path, value in self.http.cookies("_xsrf"):
+            if path.startswith(cookie_path):
+                found = value if len(cookie_path) > 1 or not found else found
         return found
 
     async def login(self) -> None:
-        async with self.http.get(f"{self.url}/hub/login") as resp:
-            await resp.read()
+        await self.http.request("GET", f"{self.url}/hub/login")
         form = {"username": self.user, "password": self.password, "_xsrf": self._xsrf()}
-        async with self.http.post(f"{self.url}/hub/login?next=", data=form, allow_redirects=False) as resp:
-            if resp.status != 302:
-                raise errors.CourseError(f"the hub refused {self.user}'s login (HTTP {resp.status})")
+        resp = await self.http.request("POST", f"{self.url}/hub/login?next=", form=form, follow=False)
+        if resp.status != 302:
+            raise errors.CourseError(f"the hub refused {self.user}'s login (HTTP {resp.status})")
 
     async def start_server(self, timeout: float = 120) -> None:
         """Open the learner's server (the hub spawns it) and wait until it answers."""
         deadline = time.monotonic() + timeout
-        async with self.http.get(f"{self.url}/hub/spawn/{self.user}") as resp:
-            await resp.read()
+        await self.http.request("GET", f"{self.url}/hub/spawn/{self.user}")
         while time.monotonic() < deadline:
             # The page of the server, not its API: the hub's OAuth redirects give the server's own cookie.
-            async with self.http.get(f"{self.url}/user/{self.user}/lab") as resp:
-                await resp.read()
-                if resp.status == 200 and resp.url.path.startswith(f"/user/{self.user}/"):
-                    return
+            resp = await self.http.request("GET", f"{self.url}/user/{self.user}/lab")
+            if resp.status == 200 and resp.path.startswith(f"/user/{self.user}/"):
+                return
             await asyncio.sleep(0.2)
         raise errors.CourseError(f"{self.user}'s server did not start within {timeout:.0f} s")
 
@@ -79,13 +69,12 @@ class HubSession:
         """Stop the learner's server as the hub's home page does, and wait until the hub says it is gone."""
         api = f"{self.url}/hub/api/users/{self.user}"
         headers = {"X-XSRFToken": self._xsrf("/hub/")}
-        async with self.http.delete(f"{api}/server", headers=headers) as resp:
-            if resp.status not in (202, 204):
-                raise errors.CourseError(f"the hub did not stop {self.user}'s server (HTTP {resp.status})")
+        resp = await self.http.request("DELETE", f"{api}/server", headers=headers)
+        if resp.status not in (202, 204):
+            raise errors.CourseError(f"the hub did not stop {self.user}'s server (HTTP {resp.status})")
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            async with self.http.get(api, headers=headers) as resp:
-                model = await resp.json()
+            model = (await self.http.request("GET", api, headers=headers)).json()
             if not model.get("servers") and not model.get("pending"):
                 return
             await asyncio.sleep(0.5)
@@ -95,22 +84,21 @@ class HubSession:
         """Run ``code`` in a new kernel of the learner's server and return its status and text output."""
         base = f"{self.url}/user/{self.user}/api"
         headers = {"X-XSRFToken": self._xsrf(f"/user/{self.user}/")}
-        async with self.http.post(f"{base}/kernels", json={"name": "python3"}, headers=headers) as resp:
-            if resp.status >= 300:
-                raise errors.CourseError(f"could not start a kernel for {self.user} (HTTP {resp.status})")
-            kernel = await resp.json()
+        resp = await self.http.request("POST", f"{base}/kernels", body={"name": "python3"}, headers=headers)
+        if resp.status >= 300:
+            raise errors.CourseError(f"could not start a kernel for {self.user} (HTTP {resp.status})")
+        kernel = resp.json()
         ws_url = base.replace("http", "ws", 1) + f"/kernels/{kernel['id']}/channels"
         started = time.monotonic()
         try:
-            async with self.http.ws_connect(ws_url, headers=headers, max_msg_size=0) as ws:
+            async with self.http.websocket(ws_url, headers=headers) as ws:
                 return await asyncio.wait_for(self._execute(ws, code, started), timeout)
         finally:
-            async with self.http.delete(f"{base}/kernels/{kernel['id']}", headers=headers) as resp:
-                await resp.read()
+            await self.http.request("DELETE", f"{base}/kernels/{kernel['id']}", headers=headers)
 
-    async def _execute(self, ws: aiohttp.ClientWebSocketResponse, code: str, started: float) -> Executed:
+    async def _execute(self, ws: web.WebSocket, code: str, started: float) -> Executed:
         msg_id = uuid.uuid4().hex
-        await ws.send_str(json.dumps({
+        await ws.send(json.dumps({
             "header": {"msg_id": msg_id, "username": self.user, "session": uuid.uuid4().hex,
                        "msg_type": "execute_request", "version": "5.3"},
             "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
@@ -119,8 +107,8 @@ class HubSession:
         output: list[str] = []
         status = ""
         idle = False
-        async for message in ws:
-            data: dict[str, Any] = json.loads(message.data)
+        async for message in ws.messages():
+            data: dict[str, Any] = json.loads(message)
             if data.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             kind, content = data["msg_type"], data.get("content", {})

@@ -13,12 +13,11 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from cluster import errors
+from cluster import errors, settings
 
 DEFAULT_DIR = Path("/srv/gpulab-class")
 ENV = "GPULAB_CLASS_DIR"
@@ -32,8 +31,7 @@ _NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,30}$")
 def class_dir(value: str | Path | None = None) -> Path:
     if value:
         return Path(value)
-    env = os.environ.get(ENV)
-    return Path(env) if env else DEFAULT_DIR
+    return settings.current().class_dir or DEFAULT_DIR
 
 
 def check_name(name: str) -> str:

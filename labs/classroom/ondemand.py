@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import os
 
-from cluster import backends
+from cluster import backends, settings
 from cluster.progress import LogProgress
 
 log = logging.getLogger(__name__)
@@ -18,7 +18,7 @@ FLEET = "starter"
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV, "") == "1"
+    return settings.current().cluster_on_demand
 
 
 def ensure() -> None:

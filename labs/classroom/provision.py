@@ -12,7 +12,7 @@ import os
 import shutil
 from pathlib import Path
 
-from cluster import binaries, errors, seed
+from cluster import binaries, errors
 from labs import course_nbgrader
 from labs.classroom import accounts, hubconfig, layout, runtime
 
@@ -50,8 +50,8 @@ def share_binaries(cd: layout.ClassDir) -> None:
                                          hint="gpulab binaries ensure (then gpulab class init again)")
     src_bins = binaries.bin_dir()
     _share_tree(src_bins, cd.cache / "bin" / src_bins.name)
-    if seed.seeds_dir().is_dir():
-        _share_tree(seed.seeds_dir(), cd.cache / "seeds")
+    if binaries.seeds_dir().is_dir():
+        _share_tree(binaries.seeds_dir(), cd.cache / "seeds")
 
 
 def init(cd: layout.ClassDir, instructor: str, password: str | None, *, port: int, cull_after: int,

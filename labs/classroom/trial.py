@@ -18,9 +18,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 
 from cluster import errors
+from cluster.kube import http
 from labs.classroom import accounts, runtime
 
 GPULAB = Path(sys.executable).parent / "gpulab"
@@ -90,9 +90,9 @@ def _wait_for_hub(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
-            if httpx.get(f"{url}/hub/login", timeout=2).status_code == 200:
+            if http.get_status(f"{url}/hub/login") == 200:
                 return
-        except httpx.HTTPError:
+        except http.HttpError:
             pass
         if proc.poll() is not None:
             break

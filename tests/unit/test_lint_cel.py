@@ -61,7 +61,9 @@ def test_lint_without_binary_says_cel_was_not_checked(monkeypatch: pytest.Monkey
     result = lint.lint_texts({"d.yaml": text})
     messages = [f.message for f in result.findings if f.rule == "dra-cel"]
     assert any(m.startswith("CEL not checked: the celcheck helper is not installed") for m in messages)
-    assert any("stopped publishing `index`" in m for m in messages)  # static checks still ran
+    # the static checks read cel-go's syntax tree, so without celcheck they say they did not run (no regex guess)
+    assert any("the attribute and type checks need it too, so they did not run" in m for m in messages)
+    assert not any("stopped publishing `index`" in m for m in messages)
 
 
 def test_crashing_binary_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -77,6 +79,7 @@ def test_crashing_binary_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch,
     assert any("celcheck helper failed" in f.message for f in result.findings)
 
 
+@needs_celcheck
 @pytest.mark.parametrize("expression,key", [
     ("device.attributes['gpu.nvidia.com'].index == 0", "dra-cel/removed-attribute"),
     ("device.attributes['gpu.nvidia.com'].prodName == 'x'", "dra-cel/unknown-attribute"),
@@ -99,6 +102,7 @@ def test_static_checks(expression: str, key: str) -> None:
     assert key in [issue.key for issue in cel_static.analyse(expression)]
 
 
+@needs_celcheck
 @pytest.mark.parametrize("expression", [
     "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0",
     "device.attributes['gpu.nvidia.com'].cudaComputeCapability.isGreaterThan(semver('8.0.0'))",
@@ -112,3 +116,48 @@ def test_static_checks(expression: str, key: str) -> None:
 ])
 def test_static_checks_stay_quiet_on_correct_or_unparseable_input(expression: str) -> None:
     assert cel_static.analyse(expression) == []
+
+
+# Cases a token-pattern reading of CEL got wrong; the syntax tree from cel-go's parser gets them right.
+@needs_celcheck
+@pytest.mark.parametrize("expression,key", [
+    # parentheses hide the comparison from a token window
+    ("(device.attributes['gpu.nvidia.com'].driverVersion) >= '550.0.0'", "dra-cel/version-vs-string"),
+    ("semver(('550'))", "dra-cel/bad-semver"),
+    # escapes in a string literal are CEL's to decode: this is the NVIDIA domain
+    ("device.attributes['gpu.nvidia\\x2ecom'].index == 0", "dra-cel/removed-attribute"),
+    # inside nested macros
+    ("['a'].all(x, ['b'].exists(y, (device.capacity['gpu.nvidia.com'].memory) >= 40))",
+     "dra-cel/capacity-vs-literal"),
+    ("'nvidia.com/gpu' == device.driver", "dra-cel/unknown-driver"),
+])
+def test_static_checks_read_the_syntax_tree(expression: str, key: str) -> None:
+    assert key in [issue.key for issue in cel_static.analyse(expression)]
+
+
+@needs_celcheck
+@pytest.mark.parametrize("expression", [
+    # the literal compared is compareTo's result, not the capacity
+    "0 < device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('1Gi'))",
+    # operators and accesses inside a string are text, not CEL
+    "device.attributes['gpu.nvidia.com'].productName == \"device.attributes['gpu.nvidia.com'].index == 0\"",
+    "device.attributes['gpu.nvidia.com'].productName == 'x) || semver(\\'1\\')'",
+])
+def test_static_checks_ignore_what_only_looks_like_cel(expression: str) -> None:
+    assert cel_static.analyse(expression) == []
+
+
+@needs_celcheck
+def test_hostile_expressions_get_a_parser_message_within_the_budget() -> None:
+    import time
+    deep = "(" * 5000 + "true" + ")" * 5000
+    wide = " && ".join(["device.attributes['gpu.nvidia.com'].index == 0"] * 150)
+    nested = "!" * 3000 + "true"
+    started = time.monotonic()
+    parsed = cel.parse([deep, nested, "'unterminated", wide[: cel_static.MAX_CHARS]])
+    assert time.monotonic() - started < cel.PARSE_TIMEOUT_S
+    assert parsed[0].tree is None and "recursion limit" in parsed[0].error
+    assert parsed[2].tree is None and "Syntax error" in parsed[2].error
+    assert parsed[3].tree is not None
+    assert cel_static.analyse(deep) == [] and cel_static.analyse("'unterminated") == []
+    assert len(cel_static.analyse(wide[: cel_static.MAX_CHARS])) >= 100
