@@ -1,7 +1,12 @@
 """The learner's lab cluster starts on first use: in class mode (``GPULAB_CLUSTER_ON_DEMAND=1``, set by the hub's
 spawner) the first lab step that needs a cluster brings the learner's own local cluster up in their state dir
 (``~/.local/state/gpulab``), and ``singleuser`` stops it when the server stops. Outside class mode nothing here
-runs: a missing cluster stays an error that says ``gpulab up``."""
+runs: a missing cluster stays an error that says ``gpulab up``.
+
+With ``GPULAB_CLUSTER_AT_LOGIN=1`` (the class's default) ``singleuser`` calls ``ensure`` in a thread as the
+server starts, so the bring-up (about 4 s on a quiet machine) overlaps the server's and the kernel's start
+instead of following them. A lab started meanwhile calls ``ensure`` too: ``LocalBackend.up`` holds the state
+folder's lock (``cluster.safefs.locked``), so it waits for that bring-up and finds the cluster up."""
 
 from __future__ import annotations
 
@@ -14,11 +19,17 @@ from cluster.progress import LogProgress
 log = logging.getLogger(__name__)
 
 ENV = "GPULAB_CLUSTER_ON_DEMAND"
+AT_LOGIN = "GPULAB_CLUSTER_AT_LOGIN"
 FLEET = "starter"
 
 
 def enabled() -> bool:
     return os.environ.get(ENV, "") == "1"
+
+
+def at_login() -> bool:
+    """Start the cluster beside the server (``singleuser``) instead of waiting for the first lab."""
+    return enabled() and os.environ.get(AT_LOGIN, "") == "1"
 
 
 def ensure() -> None:

@@ -2,7 +2,9 @@
 stopped when it ends, whether the learner stopped it, the idle culler did, or the hub shut down.
 
 The hub's ``LocalProcessSpawner`` signals this process (SIGINT, then SIGTERM); both are passed on to the server,
-and once it has exited the cluster is stopped (its state stays in the learner's home for the next start).
+and once it has exited the cluster is stopped (its state stays in the learner's home for the next start). With
+the class's ``cluster_start`` "login" the cluster starts here too, in a thread beside the server
+(``ondemand.at_login``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import logging
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
@@ -29,9 +32,22 @@ def stop_cluster() -> bool:
     return True
 
 
+def _start_cluster() -> None:
+    from labs.classroom import ondemand
+
+    try:
+        ondemand.ensure()
+    except Exception:  # noqa: BLE001  (the first lab tries again and shows the learner why)
+        log.exception("could not start the lab cluster at login; the first lab will try again")
+
+
 def run(argv: Sequence[str]) -> int:
+    from labs.classroom import ondemand
+
     server = Path(sys.executable).parent / "jupyterhub-singleuser"
     child = subprocess.Popen([str(server), *argv])
+    if ondemand.at_login():
+        threading.Thread(target=_start_cluster, name="lab-cluster", daemon=True).start()
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         if child.poll() is None:

@@ -41,11 +41,15 @@ def class_group() -> None:
 @click.option("--cull-after", default=3600, show_default=True, help="Seconds idle before a server (and its lab "
               "cluster) is stopped.")
 @click.option("--cull-every", default=300, show_default=True, help="How often the idle culler looks, in seconds.")
+@click.option("--cluster-start", type=click.Choice(layout.CLUSTER_STARTS), default="login", show_default=True,
+              help="When a learner's lab cluster starts: beside their server at login (a lab is ready sooner), or "
+                   "when a lab first needs it (no cluster for a learner who only reads).")
 def init_cmd(folder: str | None, instructor: str, password: str | None, port: int, cull_after: int,
-             cull_every: int) -> None:
+             cull_every: int, cluster_start: str) -> None:
     """Create the class folder, the hub's config, the exchange and the instructor's account and course folder."""
     cd = layout.ClassDir(layout.class_dir(folder))
-    provision.init(cd, instructor, password, port=port, cull_after=cull_after, cull_every=cull_every)
+    provision.init(cd, instructor, password, port=port, cull_after=cull_after, cull_every=cull_every,
+                   cluster_start=cluster_start)
     click.echo(f"class folder {cd.root}; instructor {instructor} (course folder ~{instructor}/course)")
     click.echo(f"next: gpulab class add-learner NAME --dir {cd.root}, then gpulab class up --dir {cd.root}")
 
