@@ -10,8 +10,10 @@ folder's lock (``cluster.safefs.locked``), so it waits for that bring-up and fin
 
 from __future__ import annotations
 
+import grp
 import logging
 import os
+import pwd
 
 from cluster import backends
 from cluster.progress import LogProgress
@@ -28,8 +30,18 @@ def enabled() -> bool:
 
 
 def at_login() -> bool:
-    """Start the cluster beside the server (``singleuser``) instead of waiting for the first lab."""
-    return enabled() and os.environ.get(AT_LOGIN, "") == "1"
+    """Start the cluster beside a learner's server (``singleuser``) instead of waiting for the first lab. Not for
+    the instructor's server, whose grading starts a cluster of its own (``labs.grader_cluster``)."""
+    if not (enabled() and os.environ.get(AT_LOGIN, "") == "1"):
+        return False
+    from labs.classroom import layout
+
+    try:
+        learners = grp.getgrnam(layout.LEARNERS_GROUP)
+    except KeyError:
+        return False
+    me = pwd.getpwuid(os.getuid())
+    return me.pw_gid == learners.gr_gid or me.pw_name in learners.gr_mem
 
 
 def ensure() -> None:
