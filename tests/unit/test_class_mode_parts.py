@@ -105,3 +105,26 @@ def test_the_report_text_lists_every_learner_with_a_dash_for_missing_work() -> N
     assert any(line.startswith("ann") and "3/10" in line for line in text.splitlines())
     assert any(line.startswith("bob") and " - " in f" {line} " for line in text.splitlines())
     assert "a store was unreadable" in text
+
+
+def test_the_cluster_starts_at_login_only_in_class_mode_when_asked_and_only_for_learners(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import grp
+    import pwd
+
+    from labs.classroom import ondemand
+
+    me = pwd.getpwuid(os.getuid())
+    learners = grp.struct_group(("gpulab-learners", "x", 4242, [me.pw_name]))
+    monkeypatch.setattr(grp, "getgrnam", lambda name: learners)
+    monkeypatch.delenv(ondemand.ENV, raising=False)
+    monkeypatch.setenv(ondemand.AT_LOGIN, "1")
+    assert not ondemand.at_login()  # not class mode
+    monkeypatch.setenv(ondemand.ENV, "1")
+    assert ondemand.at_login()
+    monkeypatch.setenv(ondemand.AT_LOGIN, "0")
+    assert not ondemand.at_login()  # --cluster-start first-use
+    monkeypatch.setenv(ondemand.AT_LOGIN, "1")
+    monkeypatch.setattr(grp, "getgrnam", lambda name: grp.struct_group(("gpulab-learners", "x", 4242, [])))
+    if me.pw_gid != 4242:
+        assert not ondemand.at_login()  # the instructor's server
