@@ -3,7 +3,8 @@
 What it sets, and why:
 
 - the hub and its proxy (configurable-http-proxy, from npm) listen on 127.0.0.1 only (the proxy on ``port``,
-  the hub on ``port + 1``, the proxy's API on ``port + 2``); put a TLS reverse proxy
+  the hub on ``port + 1``, the proxy's API on ``port + 2``, the class report on ``port + 3``); put a TLS
+  reverse proxy
   in front to open the class to a network;
 - PAM logins (JupyterHub's default authenticator) for the members of the class's two groups, the instructor an
   admin; the hub runs as root, so it can check passwords and start each server as its own account;
@@ -11,7 +12,9 @@ What it sets, and why:
   learner's lab cluster when it stops; the lab cluster itself starts on first use (``GPULAB_CLUSTER_ON_DEMAND``)
   from the class's copy of the binaries, and by default (``cluster_start`` "login") ``singleuser`` starts it
   beside the server (``GPULAB_CLUSTER_AT_LOGIN``), so that it is up by the time the learner starts a lab;
-- ``jupyterhub-idle-culler`` runs as a hub service and stops servers idle longer than the class's ``cull_after``.
+- ``jupyterhub-idle-culler`` runs as a hub service and stops servers idle longer than the class's ``cull_after``;
+- the class report is a hub service too (``/services/class-report/``, port ``port + 3``), open to the hub's
+  admins only (``reportservice``).
 """
 
 from __future__ import annotations
@@ -86,6 +89,14 @@ c.JupyterHub.services = [{{
     "name": "idle-culler",
     "command": [{python!r}, "-m", "jupyterhub_idle_culler", f"--timeout={{settings['cull_after']}}",
                 f"--cull-every={{settings['cull_every']}}"],
+}}, {{
+    # The class report for the instructor (labs/classroom/reportservice.py); runs as root, like the hub.
+    "name": "class-report",
+    "url": f"http://127.0.0.1:{{settings['port'] + 3}}",
+    "command": [{hub_gpulab!r}, "class", "report-service", "--dir", {root!r}],
+    "environment": {{"PATH": {hub_bindir!r} + ":/usr/local/bin:/usr/bin:/bin"}},
+    "oauth_no_confirm": True,
+    "display": True,
 }}]
 c.JupyterHub.load_roles = [{{
     "name": "idle-culler",
@@ -114,7 +125,8 @@ def render(cd: layout.ClassDir, bindir: Path) -> str:
         learners_group=layout.LEARNERS_GROUP, instructors_group=layout.INSTRUCTORS_GROUP,
         gpulab=str(bindir / "gpulab"), bindir=str(bindir), cache=str(cd.cache), jupyter_config=f"{cd.jupyter_config}:{project_config}",
         jupyter_path=jupyter_path,
-        python=sys.executable)
+        python=sys.executable, hub_gpulab=str(Path(sys.executable).parent / "gpulab"),
+        hub_bindir=str(Path(sys.executable).parent))
 
 
 def nbgrader_config(cd: layout.ClassDir, course_id: str) -> str:

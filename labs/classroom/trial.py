@@ -27,7 +27,7 @@ GPULAB = Path(sys.executable).parent / "gpulab"
 
 
 def free_port_block() -> int:
-    """A port p with p, p+1 and p+2 free (the proxy, the hub, the proxy's API)."""
+    """A port p with p to p+3 free (the proxy, the hub, the proxy's API, the class report)."""
     for _ in range(50):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -35,7 +35,7 @@ def free_port_block() -> int:
         if port > 65000:
             continue
         try:
-            for extra in (1, 2):
+            for extra in (1, 2, 3):
                 with socket.socket() as t:
                     t.bind(("127.0.0.1", port + extra))
             return port

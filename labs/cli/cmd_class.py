@@ -150,6 +150,16 @@ def report_text(rep: class_report.ClassReport) -> str:
     return "\n".join(parts)
 
 
+@class_group.command("report-service", hidden=True)
+@_DIR
+def report_service_cmd(folder: str | None) -> None:
+    """(Started by the hub) the class report as a page for the hub's admins: /services/class-report/."""
+    from labs.classroom import reportservice
+
+    cd = layout.ClassDir(layout.class_dir(folder))
+    reportservice.serve(lambda: report_text(class_report.build(cd)))
+
+
 @class_group.command("report")
 @_DIR
 def report_cmd(folder: str | None) -> None:

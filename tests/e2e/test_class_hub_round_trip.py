@@ -9,13 +9,15 @@ presses Autograde for each submission (the class's config grades by replaying th
 cluster the instructor's server starts; the notebook is not executed, so the lab's comment-only task cells get
 no points for an untouched lab), generates and releases feedback. Learners fetch their feedback; the class
 report (``gpulab class report`` as root: it reads each learner's answer store with its owner's rights, which
-the instructor's account does not have) lists the three learners with their scores. Learners take their turns
+the instructor's account does not have; the instructor opens it in the browser as a hub service, a learner is
+refused it) lists the three learners with their scores. Learners take their turns
 and stop their servers (from the hub's home page; their clusters stop with them), so one lab cluster runs at a
 time, then the instructor's grader cluster.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -25,7 +27,7 @@ from pathlib import Path
 import pytest
 from class_hub import CHROMIUM, Hub, running_class
 
-from labs.classroom import accounts, runtime
+from labs.classroom import accounts, hubclient, runtime
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(1500)]
 
@@ -135,6 +137,15 @@ def _formgrader_press(page: object, row: object, column: str, what: str) -> str:
     return str(text)
 
 
+async def _learner_gets_report(hub: Hub) -> int:
+    """The HTTP status a logged-in learner gets for the class report page."""
+    async with hubclient.HubSession(hub.url, hub.learners[0], hub.password) as session:
+        await session.login()
+        async with session.http.get(f"{hub.url}/services/class-report/") as resp:
+            await resp.read()
+            return resp.status
+
+
 def _instructor_page(browser: object, hub: Hub) -> object:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
     page = context.new_page()
@@ -157,7 +168,8 @@ def _instructor_releases(page: object, hub: Hub) -> None:
     _formgrader_press(page, _assignment_row(page, hub), "assign", "generate the student version")
     row = _assignment_row(page, hub)
     _formgrader_press(page, row, "release", "release the assignment")
-    expect(_assignment_row(page, hub).locator("td.status")).to_contain_text("released", timeout=60_000)
+    status = _assignment_row(page, hub).locator("td.status")  # type: ignore[attr-defined]
+    expect(status).to_contain_text("released", timeout=60_000)
 
 
 def _instructor_grades(page: object, hub: Hub) -> dict[str, tuple[float, float]]:
@@ -211,7 +223,7 @@ def _test_in_browser(browser: object, hub: Hub, tmp_path: Path) -> None:
     # One learner after another, each stopping their server at the end: one lab cluster at a time.
     ready: dict[str, float] = {}
     for user in hub.learners:
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
         page = context.new_page()
         page.set_default_timeout(120_000)
         try:
@@ -252,15 +264,22 @@ def _test_in_browser(browser: object, hub: Hub, tmp_path: Path) -> None:
                 f"{who!r}, quizzes.builtin_banks()[:2], seed='class')")
         accounts.run_as(user, [python, "-c", code])
 
+    # The instructor opens the class report in the browser (a hub service, /services/class-report/); a learner is
+    # refused it. `gpulab class report` (root) prints the same text.
+    instructor.goto(f"{hub.url}/services/class-report/")  # type: ignore[attr-defined]
+    page_text = str(instructor.locator("#class-report").inner_text(timeout=120_000))  # type: ignore[attr-defined]
+    assert asyncio.run(_learner_gets_report(hub)) == 403
     report = hub.gpulab("class", "report")
     assert report.returncode == 0, report.stdout + report.stderr
-    assert "Class of 3 learner(s)" in report.stdout
-    assert "Quizzes: 3 answer store(s) found" in report.stdout
-    assert f"2 learner(s): {hub.learners[0]}, {hub.learners[1]}" in report.stdout  # the forged rows refused
-    assert "Left out of the quiz report" in report.stdout
-    scores = report.stdout.split("Quizzes:")[0]
-    rows = [line for line in scores.splitlines() if line.startswith(hub.learners)]
-    assert len(rows) == 3, report.stdout
+    for text in (page_text, report.stdout):
+        assert "Class of 3 learner(s)" in text
+        assert "Quizzes: 3 answer store(s) found" in text
+        assert f"2 learner(s): {hub.learners[0]}, {hub.learners[1]}" in text  # the forged rows refused
+        assert "Left out of the quiz report" in text
+    table = page_text.split("Quizzes:")[0]
+    rows = [line for line in table.splitlines() if line.startswith(hub.learners)]
+    assert len(rows) == 3, page_text
+    assert rows == [line for line in report.stdout.split("Quizzes:")[0].splitlines() if line.startswith(hub.learners)]
     for line in rows:  # each learner's lab 01 score: the untouched lab gets some, never all, of its points
         score = line.split()[1]
         got, possible = map(float, score.split("/"))

@@ -67,6 +67,10 @@ def test_the_hub_config_binds_loopback_uses_pam_groups_and_runs_the_culler(tmp_p
     culler = c.JupyterHub.services[0]
     assert culler["name"] == "idle-culler" and "--timeout=120" in culler["command"]
     assert "delete:servers" in c.JupyterHub.load_roles[0]["scopes"]
+    report_service = c.JupyterHub.services[1]
+    assert report_service["name"] == "class-report" and report_service["url"] == "http://127.0.0.1:9003"
+    assert report_service["command"][1:4] == ["class", "report-service", "--dir"]
+    assert not any(r.get("services") == ["class-report"] for r in c.JupyterHub.load_roles)  # no extra rights
 
 
 @pytest.mark.parametrize("name", ["Root", "a+b", "9lives", "x" * 40, "../etc"])
