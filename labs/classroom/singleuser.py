@@ -15,7 +15,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from types import FrameType
 
 log = logging.getLogger(__name__)
@@ -41,11 +40,20 @@ def _start_cluster() -> None:
         log.exception("could not start the lab cluster at login; the first lab will try again")
 
 
+# ``jupyterhub-singleuser`` (its console script's three lines), with one optional module kept out: jsonschema,
+# which jupyter_events imports at every Jupyter server start, imports ``rfc3987_syntax`` when it is installed,
+# only to check the "iri" and "iri-reference" string formats (jsonschema/_format.py, inside
+# ``suppress(ImportError)``); ``rfc3987_syntax/syntax_helpers.py`` builds an Earley parser for each of its grammar
+# rules at import, 2 s of the server's start on a quiet 2-core host and more under load. No schema of Jupyter
+# Server, jupyter_events or JupyterLab uses those formats, so the server starts without the module.
+SERVER = ("import sys; sys.modules['rfc3987_syntax'] = None; from jupyterhub.singleuser import main; "
+          "sys.argv[0] = 'jupyterhub-singleuser'; sys.exit(main())")
+
+
 def run(argv: Sequence[str]) -> int:
     from labs.classroom import ondemand
 
-    server = Path(sys.executable).parent / "jupyterhub-singleuser"
-    child = subprocess.Popen([str(server), *argv])
+    child = subprocess.Popen([sys.executable, "-c", SERVER, *argv])
     if ondemand.at_login():
         threading.Thread(target=_start_cluster, name="lab-cluster", daemon=True).start()
 
