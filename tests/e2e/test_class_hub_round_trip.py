@@ -22,6 +22,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -268,7 +269,8 @@ def _test_in_browser(browser: object, hub: Hub, tmp_path: Path) -> None:
     # refused it. `gpulab class report` (root) prints the same text.
     instructor.goto(f"{hub.url}/services/class-report/")  # type: ignore[attr-defined]
     page_text = str(instructor.locator("#class-report").inner_text(timeout=120_000))  # type: ignore[attr-defined]
-    assert asyncio.run(_learner_gets_report(hub)) == 403
+    with ThreadPoolExecutor(1) as other:  # Playwright's sync API holds this thread's event loop
+        assert other.submit(asyncio.run, _learner_gets_report(hub)).result() == 403
     report = hub.gpulab("class", "report")
     assert report.returncode == 0, report.stdout + report.stderr
     for text in (page_text, report.stdout):
