@@ -2,9 +2,12 @@
 
 ``layout`` (the class folder and its settings), ``accounts`` (system accounts, private homes), ``hubconfig``
 (the ``jupyterhub_config.py`` the hub runs with), ``singleuser`` (the learner's server, which stops the lab
-cluster when it stops), ``ondemand`` (the lab cluster starts on first use), ``loop`` (the instructor's nbgrader
-steps as the instructor's account) and ``report`` (per-learner scores and quiz statistics across the class).
-Every module but ``ondemand`` and ``report`` expects root: it creates accounts and runs commands as them.
+cluster when it stops, and by default starts it at login), ``ondemand`` (the lab cluster starts when first
+needed), ``loop`` (the instructor's nbgrader steps as the instructor's account), ``formgrade`` (what makes
+formgrader's Release and Autograde buttons do what ``loop`` does), ``report`` (per-learner scores and quiz
+statistics across the class) and ``reportservice`` (that report as a hub page for the instructor).
+Every module but ``ondemand``, ``formgrade`` and ``report`` expects root: it creates accounts and runs commands
+as them.
 """
 
-__all__ = ["accounts", "hubconfig", "layout", "loop", "ondemand", "report", "singleuser"]
+__all__ = ["accounts", "formgrade", "hubconfig", "layout", "loop", "ondemand", "report", "reportservice", "singleuser"]

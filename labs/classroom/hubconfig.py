@@ -3,14 +3,18 @@
 What it sets, and why:
 
 - the hub and its proxy (configurable-http-proxy, from npm) listen on 127.0.0.1 only (the proxy on ``port``,
-  the hub on ``port + 1``, the proxy's API on ``port + 2``); put a TLS reverse proxy
+  the hub on ``port + 1``, the proxy's API on ``port + 2``, the class report on ``port + 3``); put a TLS
+  reverse proxy
   in front to open the class to a network;
 - PAM logins (JupyterHub's default authenticator) for the members of the class's two groups, the instructor an
   admin; the hub runs as root, so it can check passwords and start each server as its own account;
 - ``LocalProcessSpawner`` starts ``gpulab class singleuser`` as the account: the Jupyter server, which stops the
   learner's lab cluster when it stops; the lab cluster itself starts on first use (``GPULAB_CLUSTER_ON_DEMAND``)
-  from the class's copy of the binaries;
-- ``jupyterhub-idle-culler`` runs as a hub service and stops servers idle longer than the class's ``cull_after``.
+  from the class's copy of the binaries, and by default (``cluster_start`` "login") ``singleuser`` starts it
+  beside the server (``GPULAB_CLUSTER_AT_LOGIN``), so that it is up by the time the learner starts a lab;
+- ``jupyterhub-idle-culler`` runs as a hub service and stops servers idle longer than the class's ``cull_after``;
+- the class report is a hub service too (``/services/class-report/``, port ``port + 3``), open to the hub's
+  admins only (``reportservice``).
 """
 
 from __future__ import annotations
@@ -28,6 +32,16 @@ c.CourseDirectory.course_id = {course_id!r}
 c.Exchange.root = {exchange!r}
 # Renders feedback under the class runtime's interpreter too (labs/classroom/feedback.py says why).
 c.GenerateFeedback.exporter_class = "labs.classroom.feedback.FeedbackExporter"
+# Formgrader's buttons do what `gpulab class release/grade` do (labs/classroom/formgrade.py says why): Release
+# refuses anything but the lab's notebook without solutions; Autograde never executes the learner's notebook
+# (no Execute, no SaveAutoGrades, which would give the locked comment-only task cells full marks) and takes
+# each task's points from replaying the learner's evidence on a cluster the instructor's account starts.
+c.ExchangeFactory.release_assignment = "labs.classroom.formgrade.CheckedRelease"
+c.Autograde.autograde_preprocessors = [
+    "labs.classroom.formgrade.ReplayGrade",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
 '''
 
 _TEMPLATE = '''"""JupyterHub for the gpulab class in {root} (written by `gpulab class init`; see labs/classroom/hubconfig.py)."""
@@ -63,6 +77,7 @@ c.Spawner.environment = {{
     "PATH": {bindir!r} + ":/usr/local/bin:/usr/bin:/bin",
     "GPULAB_CACHE_DIR": {cache!r},
     "GPULAB_CLUSTER_ON_DEMAND": "1",
+    "GPULAB_CLUSTER_AT_LOGIN": "1" if settings.get("cluster_start", "login") == "login" else "0",
     "JUPYTER_CONFIG_PATH": {jupyter_config!r},
     "JUPYTER_PATH": {jupyter_path!r},
 }}
@@ -74,6 +89,14 @@ c.JupyterHub.services = [{{
     "name": "idle-culler",
     "command": [{python!r}, "-m", "jupyterhub_idle_culler", f"--timeout={{settings['cull_after']}}",
                 f"--cull-every={{settings['cull_every']}}"],
+}}, {{
+    # The class report for the instructor (labs/classroom/reportservice.py); runs as root, like the hub.
+    "name": "class-report",
+    "url": f"http://127.0.0.1:{{settings['port'] + 3}}",
+    "command": [{hub_gpulab!r}, "class", "report-service", "--dir", {root!r}],
+    "environment": {{"PATH": {hub_bindir!r} + ":/usr/local/bin:/usr/bin:/bin"}},
+    "oauth_no_confirm": True,
+    "display": True,
 }}]
 c.JupyterHub.load_roles = [{{
     "name": "idle-culler",
@@ -102,7 +125,8 @@ def render(cd: layout.ClassDir, bindir: Path) -> str:
         learners_group=layout.LEARNERS_GROUP, instructors_group=layout.INSTRUCTORS_GROUP,
         gpulab=str(bindir / "gpulab"), bindir=str(bindir), cache=str(cd.cache), jupyter_config=f"{cd.jupyter_config}:{project_config}",
         jupyter_path=jupyter_path,
-        python=sys.executable)
+        python=sys.executable, hub_gpulab=str(Path(sys.executable).parent / "gpulab"),
+        hub_bindir=str(Path(sys.executable).parent))
 
 
 def nbgrader_config(cd: layout.ClassDir, course_id: str) -> str:

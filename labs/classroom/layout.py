@@ -41,6 +41,9 @@ def check_name(name: str) -> str:
     return name
 
 
+CLUSTER_STARTS = ("login", "first-use")
+
+
 @dataclass(frozen=True)
 class ClassSettings:
     instructor: str
@@ -49,6 +52,9 @@ class ClassSettings:
     cull_every: int = 300
     learners: tuple[str, ...] = field(default_factory=tuple)
     course_id: str = COURSE_ID
+    # "login": the learner's lab cluster starts beside their server, so it is (nearly) up when the first lab
+    # starts; "first-use": only when a lab first needs it (less memory for learners who log in only to read).
+    cluster_start: str = "login"
 
     def with_learner(self, name: str) -> ClassSettings:
         return self if name in self.learners else replace(self, learners=(*self.learners, name))

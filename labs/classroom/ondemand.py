@@ -1,12 +1,19 @@
 """The learner's lab cluster starts on first use: in class mode (``GPULAB_CLUSTER_ON_DEMAND=1``, set by the hub's
 spawner) the first lab step that needs a cluster brings the learner's own local cluster up in their state dir
 (``~/.local/state/gpulab``), and ``singleuser`` stops it when the server stops. Outside class mode nothing here
-runs: a missing cluster stays an error that says ``gpulab up``."""
+runs: a missing cluster stays an error that says ``gpulab up``.
+
+With ``GPULAB_CLUSTER_AT_LOGIN=1`` (the class's default) ``singleuser`` calls ``ensure`` in a thread as the
+server starts, so the bring-up (about 4 s on a quiet machine) overlaps the server's and the kernel's start
+instead of following them. A lab started meanwhile calls ``ensure`` too: ``LocalBackend.up`` holds the state
+folder's lock (``cluster.safefs.locked``), so it waits for that bring-up and finds the cluster up."""
 
 from __future__ import annotations
 
+import grp
 import logging
 import os
+import pwd
 
 from cluster import backends, settings
 from cluster.progress import LogProgress
@@ -14,11 +21,27 @@ from cluster.progress import LogProgress
 log = logging.getLogger(__name__)
 
 ENV = "GPULAB_CLUSTER_ON_DEMAND"
+AT_LOGIN = "GPULAB_CLUSTER_AT_LOGIN"
 FLEET = "starter"
 
 
 def enabled() -> bool:
     return settings.current().cluster_on_demand
+
+
+def at_login() -> bool:
+    """Start the cluster beside a learner's server (``singleuser``) instead of waiting for the first lab. Not for
+    the instructor's server, whose grading starts a cluster of its own (``labs.grader_cluster``)."""
+    if not (enabled() and os.environ.get(AT_LOGIN, "") == "1"):
+        return False
+    from labs.classroom import layout
+
+    try:
+        learners = grp.getgrnam(layout.LEARNERS_GROUP)
+    except KeyError:
+        return False
+    me = pwd.getpwuid(os.getuid())
+    return me.pw_gid == learners.gr_gid or me.pw_name in learners.gr_mem
 
 
 def ensure() -> None:

@@ -55,7 +55,7 @@ def share_binaries(cd: layout.ClassDir) -> None:
 
 
 def init(cd: layout.ClassDir, instructor: str, password: str | None, *, port: int, cull_after: int,
-         cull_every: int) -> layout.ClassSettings:
+         cull_every: int, cluster_start: str = "login") -> layout.ClassSettings:
     accounts.require_root("gpulab class init")
     cd.root.mkdir(parents=True, exist_ok=True)
     cd.root.chmod(0o755)
@@ -67,7 +67,8 @@ def init(cd: layout.ClassDir, instructor: str, password: str | None, *, port: in
     cd.exchange.chmod(0o1777)  # nbgrader's exchange root: everyone writes, nobody removes another's files
     old = cd.settings() if cd.exists() else None
     settings = layout.ClassSettings(instructor=layout.check_name(instructor), port=port, cull_after=cull_after,
-                                    cull_every=cull_every, learners=old.learners if old else ())
+                                    cull_every=cull_every, learners=old.learners if old else (),
+                                    cluster_start=cluster_start)
     cd.save(settings)
     (cd.jupyter_config / "nbgrader_config.py").write_text(hubconfig.nbgrader_config(cd, settings.course_id))
     share_binaries(cd)

@@ -27,7 +27,7 @@ GPULAB = Path(sys.executable).parent / "gpulab"
 
 
 def free_port_block() -> int:
-    """A port p with p, p+1 and p+2 free (the proxy, the hub, the proxy's API)."""
+    """A port p with p to p+3 free (the proxy, the hub, the proxy's API, the class report)."""
     for _ in range(50):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -35,7 +35,7 @@ def free_port_block() -> int:
         if port > 65000:
             continue
         try:
-            for extra in (1, 2):
+            for extra in (1, 2, 3):
                 with socket.socket() as t:
                     t.bind(("127.0.0.1", port + extra))
             return port
@@ -110,7 +110,7 @@ def _reachable_tmp() -> str:
 
 @contextmanager
 def temporary_class(root: Path, prefix: str, learners: int, *, cull_after: int = 3600,
-                    cull_every: int = 300) -> Iterator[TrialClass]:
+                    cull_every: int = 300, cluster_start: str = "login") -> Iterator[TrialClass]:
     """A class with an instructor and ``learners`` learners, served until the block ends (the hub's log in
     ``root``); the accounts and the class folder are removed after."""
     accounts.require_root("a temporary class")
@@ -129,7 +129,8 @@ def temporary_class(root: Path, prefix: str, learners: int, *, cull_after: int =
     proc: subprocess.Popen[bytes] | None = None
     try:
         for argv in (["init", "--instructor", instructor, "--port", str(port), "--cull-after", str(cull_after),
-                      "--cull-every", str(cull_every)], ["add-learner", *names]):
+                      "--cull-every", str(cull_every), "--cluster-start", cluster_start],
+                     ["add-learner", *names]):
             done = subprocess.run([str(GPULAB), "class", *argv, "--dir", str(folder)], env=env, capture_output=True,
                                   text=True, timeout=600, check=False)
             if done.returncode != 0:

@@ -10,12 +10,18 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from quizzes import render as quiz_render
 
 from cluster import errors
-from labs.classroom import accounts, layout, loop, provision, report as class_report, runtime, singleuser
+from labs.classroom import accounts, layout, runtime, singleuser
+
+if TYPE_CHECKING:
+    from labs.classroom import report as class_report
+
+# The nbgrader loop, provisioning and the report (catalog, graders, quizzes: most of a second to import) load
+# with their commands: ``class singleuser`` starts every learner's server and should not wait for them.
 
 _DIR = click.option("--dir", "folder", default=None, help=f"The class folder (default: ${layout.ENV} or "
                     f"{layout.DEFAULT_DIR}).")
@@ -41,11 +47,17 @@ def class_group() -> None:
 @click.option("--cull-after", default=3600, show_default=True, help="Seconds idle before a server (and its lab "
               "cluster) is stopped.")
 @click.option("--cull-every", default=300, show_default=True, help="How often the idle culler looks, in seconds.")
+@click.option("--cluster-start", type=click.Choice(layout.CLUSTER_STARTS), default="login", show_default=True,
+              help="When a learner's lab cluster starts: beside their server at login (a lab is ready sooner), or "
+                   "when a lab first needs it (no cluster for a learner who only reads).")
 def init_cmd(folder: str | None, instructor: str, password: str | None, port: int, cull_after: int,
-             cull_every: int) -> None:
+             cull_every: int, cluster_start: str) -> None:
     """Create the class folder, the hub's config, the exchange and the instructor's account and course folder."""
+    from labs.classroom import provision
+
     cd = layout.ClassDir(layout.class_dir(folder))
-    provision.init(cd, instructor, password, port=port, cull_after=cull_after, cull_every=cull_every)
+    provision.init(cd, instructor, password, port=port, cull_after=cull_after, cull_every=cull_every,
+                   cluster_start=cluster_start)
     click.echo(f"class folder {cd.root}; instructor {instructor} (course folder ~{instructor}/course)")
     click.echo(f"next: gpulab class add-learner NAME --dir {cd.root}, then gpulab class up --dir {cd.root}")
 
@@ -56,6 +68,8 @@ def init_cmd(folder: str | None, instructor: str, password: str | None, port: in
 @_PASSWORD
 def add_learner_cmd(names: tuple[str, ...], folder: str | None, password: str | None) -> None:
     """Create learner accounts (private homes with the course notebooks); they can log in at once."""
+    from labs.classroom import provision
+
     cd = layout.ClassDir(layout.class_dir(folder))
     for name in names:
         provision.add_learner(cd, name, password)
@@ -113,6 +127,8 @@ def release_cmd(lab_id: str, folder: str | None) -> None:
     cd = layout.ClassDir(layout.class_dir(folder))
     if os.geteuid() == 0:
         return _as_instructor(cd, ["release", lab_id])
+    from labs.classroom import loop
+
     released = loop.release(_course(cd), lab_id, lambda text: click.echo(f"... {text}"))
     click.echo(f"released {lab_id} ({', '.join(p.name for p in released.iterdir())}); learners fetch it from "
                "the Assignments tab")
@@ -126,6 +142,8 @@ def grade_cmd(lab_id: str, folder: str | None) -> None:
     cd = layout.ClassDir(layout.class_dir(folder))
     if os.geteuid() == 0:
         return _as_instructor(cd, ["grade", lab_id])
+    from labs.classroom import loop
+
     graded = loop.grade(_course(cd), lab_id, lambda text: click.echo(f"... {text}"))
     for g in graded:
         got = sum(g.tasks.values())
@@ -134,6 +152,8 @@ def grade_cmd(lab_id: str, folder: str | None) -> None:
 
 
 def report_text(rep: class_report.ClassReport) -> str:
+    from quizzes import render as quiz_render
+
     headers = ["learner", *rep.labs, "total"]
     rows = [[r.learner, *("-" if s.score is None else f"{s.score:g}/{s.max_score:g}" for s in r.labs),
              f"{r.total:g}"] for r in rep.rows]
@@ -146,9 +166,23 @@ def report_text(rep: class_report.ClassReport) -> str:
     return "\n".join(parts)
 
 
+@class_group.command("report-service", hidden=True)
+@_DIR
+def report_service_cmd(folder: str | None) -> None:
+    """(Started by the hub) the class report as a page for the hub's admins: /services/class-report/."""
+    from labs.classroom import reportservice
+
+    cd = layout.ClassDir(layout.class_dir(folder))
+    from labs.classroom import report as class_report
+
+    reportservice.serve(lambda: report_text(class_report.build(cd)))
+
+
 @class_group.command("report")
 @_DIR
 def report_cmd(folder: str | None) -> None:
     """Per learner and per lab scores (gradebook) and quiz gains and item statistics (every learner's store)."""
+    from labs.classroom import report as class_report
+
     cd = layout.ClassDir(layout.class_dir(folder))
     click.echo(report_text(class_report.build(cd)))

@@ -1,26 +1,34 @@
 """A class on one host, end to end: a real JupyterHub (PAM logins to real system accounts, LocalProcessSpawner,
 configurable-http-proxy) with an instructor and three learners, driven in Debian's Chromium.
 
-Each learner logs in, starts lab 01 from the course notebook (their own lab cluster starts on first use) and
-presses Check; the instructor releases the lab's assignment; each learner fetches it from the Assignments tab,
-runs its collect cell and submits it there; the instructor collects, grades by replay on the instructor's own
-cluster and releases feedback; learners fetch their feedback; the class report lists the three learners with
-their scores. Learners take their turns and stop their servers (from the hub's home page; their clusters stop
-with them), so one lab cluster runs at a time, then the instructor's.
+The instructor logs in and, in nbgrader's formgrader, generates and releases lab 01's assignment (the class's
+nbgrader config makes Release refuse anything but the notebook). Each learner logs in, starts lab 01 from the
+course notebook (their own lab cluster starts on first use) and presses Check, fetches the assignment from the
+Assignments tab, runs its collect cell and submits it there. The instructor, back in formgrader, collects,
+presses Autograde for each submission (the class's config grades by replaying the learner's evidence on a
+cluster the instructor's server starts; the notebook is not executed, so the lab's comment-only task cells get
+no points for an untouched lab), generates and releases feedback. Learners fetch their feedback; the class
+report (``gpulab class report`` as root: it reads each learner's answer store with its owner's rights, which
+the instructor's account does not have; the instructor opens it in the browser as a hub service, a learner is
+refused it) lists the three learners with their scores. Learners take their turns
+and stop their servers (from the hub's home page; their clusters stop with them), so one lab cluster runs at a
+time, then the instructor's grader cluster.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from class_hub import CHROMIUM, Hub, running_class
 
-from labs.classroom import accounts, runtime
+from labs.classroom import accounts, hubclient, runtime
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(1500)]
 
@@ -120,11 +128,92 @@ def _stop_from_home(page: object, hub: Hub, user: str) -> None:
     assert not hub.processes_of(user), hub.processes_of(user)
 
 
+def _formgrader_press(page: object, row: object, column: str, what: str) -> str:
+    """Press one of formgrader's row buttons and return the text of its success dialog."""
+    row.locator(f"td.{column} a").click()  # type: ignore[attr-defined]
+    dialog = page.locator("#success-modal, #error-modal").last  # type: ignore[attr-defined]
+    dialog.wait_for(state="visible", timeout=600_000)
+    text = dialog.inner_text()
+    assert dialog.get_attribute("id") == "success-modal", f"formgrader could not {what}:\n{text}"
+    return str(text)
+
+
+async def _learner_gets_report(hub: Hub) -> int:
+    """The HTTP status a logged-in learner gets for the class report page."""
+    async with hubclient.HubSession(hub.url, hub.learners[0], hub.password) as session:
+        await session.login()
+        async with session.http.get(f"{hub.url}/services/class-report/") as resp:
+            await resp.read()
+            return resp.status
+
+
+def _instructor_page(browser: object, hub: Hub) -> object:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    _login(page, hub, hub.instructor)
+    page.wait_for_url(f"**/user/{hub.instructor}/lab**", timeout=120_000)
+    return page
+
+
+def _assignment_row(page: object, hub: Hub) -> object:
+    page.goto(f"{hub.url}/user/{hub.instructor}/formgrader/manage_assignments")  # type: ignore[attr-defined]
+    row = page.locator("#main-table tr", has_text=LAB).first  # type: ignore[attr-defined]
+    row.wait_for(state="visible", timeout=120_000)
+    return row
+
+
+def _instructor_releases(page: object, hub: Hub) -> None:
+    from playwright.sync_api import expect
+
+    _formgrader_press(page, _assignment_row(page, hub), "assign", "generate the student version")
+    row = _assignment_row(page, hub)
+    _formgrader_press(page, row, "release", "release the assignment")
+    status = _assignment_row(page, hub).locator("td.status")  # type: ignore[attr-defined]
+    expect(status).to_contain_text("released", timeout=60_000)
+
+
+def _instructor_grades(page: object, hub: Hub) -> dict[str, tuple[float, float]]:
+    """Collect, Autograde each submission, generate and release feedback; the scores formgrader shows."""
+    from playwright.sync_api import expect
+
+    _formgrader_press(page, _assignment_row(page, hub), "collect", "collect")
+    scores: dict[str, tuple[float, float]] = {}
+    for user in hub.learners:
+        page.goto(f"{hub.url}/user/{hub.instructor}/formgrader/manage_submissions/{LAB}")  # type: ignore[attr-defined]
+        row = page.locator("#main-table tr", has_text=user).first  # type: ignore[attr-defined]
+        row.wait_for(state="visible", timeout=120_000)
+        _formgrader_press(page, row, "autograde", f"autograde {user}")
+        page.reload()  # type: ignore[attr-defined]
+        score = page.locator("#main-table tr", has_text=user).first.locator("td.score")  # type: ignore[attr-defined]
+        expect(score).to_contain_text("/", timeout=60_000)
+        got, possible = (float(x) for x in score.inner_text().split("/"))
+        scores[user] = (got, possible)
+    _formgrader_press(page, _assignment_row(page, hub), "generate-feedback", "generate feedback")
+    _formgrader_press(page, _assignment_row(page, hub), "release-feedback", "release feedback")
+    return scores
+
+
 def test_a_class_of_three_runs_labs_submits_and_gets_graded(hub: Hub, tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
-    released = hub.gpulab("class", "release", LAB)
-    assert released.returncode == 0, released.stdout + released.stderr
+    pw = sync_playwright().start()
+    browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"])
+    try:
+        _test_in_browser(browser, hub, tmp_path)
+    finally:
+        browser.close()
+        pw.stop()
+
+
+def _test_in_browser(browser: object, hub: Hub, tmp_path: Path) -> None:
+    instructor = _instructor_page(browser, hub)
+    try:
+        _instructor_releases(instructor, hub)
+    except Exception:
+        instructor.screenshot(path=str(tmp_path / "failure-release.png"), full_page=True)  # type: ignore[attr-defined]
+        print(f"screenshot in {tmp_path}\nhub log:\n{hub.log_tail()}")
+        raise
     exchange = hub.folder / "exchange" / "gpulab" / "outbound" / LAB
     assert sorted(p.name for p in exchange.iterdir()) == [f"{LAB}.ipynb"]  # no solutions, no bundles
     inbound = hub.folder / "exchange" / "gpulab" / "inbound"
@@ -134,29 +223,32 @@ def test_a_class_of_three_runs_labs_submits_and_gets_graded(hub: Hub, tmp_path: 
 
     # One learner after another, each stopping their server at the end: one lab cluster at a time.
     ready: dict[str, float] = {}
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"])
+    for user in hub.learners:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+        page = context.new_page()
+        page.set_default_timeout(120_000)
         try:
-            for user in hub.learners:
-                context = browser.new_context(viewport={"width": 1400, "height": 1000})
-                page = context.new_page()
-                page.set_default_timeout(120_000)
-                try:
-                    ready[user] = _learner_checks_lab(page, hub, user)
-                    assert hub.cluster_processes_of(user), f"{user}'s lab cluster is not running as {user}"
-                    _fetch_and_submit(page, hub, user)
-                    _stop_from_home(page, hub, user)
-                except Exception:
-                    page.screenshot(path=str(tmp_path / f"failure-{user}.png"), full_page=True)
-                    print(f"screenshot in {tmp_path}\nhub log:\n{hub.log_tail()}")
-                    raise
-                context.close()
-        finally:
-            browser.close()
+            ready[user] = _learner_checks_lab(page, hub, user)
+            assert hub.cluster_processes_of(user), f"{user}'s lab cluster is not running as {user}"
+            _fetch_and_submit(page, hub, user)
+            _stop_from_home(page, hub, user)
+        except Exception:
+            page.screenshot(path=str(tmp_path / f"failure-{user}.png"), full_page=True)
+            print(f"screenshot in {tmp_path}\nhub log:\n{hub.log_tail()}")
+            raise
+        context.close()
     print("login to lab ready (browser), seconds:", json.dumps({u: round(s, 1) for u, s in ready.items()}))
-
-    graded = hub.gpulab("class", "grade", LAB)
-    assert graded.returncode == 0, graded.stdout + graded.stderr
+    try:
+        scores = _instructor_grades(instructor, hub)
+    except Exception:
+        instructor.screenshot(path=str(tmp_path / "failure-grade.png"), full_page=True)  # type: ignore[attr-defined]
+        print(f"screenshot in {tmp_path}\nhub log:\n{hub.log_tail()}")
+        raise
+    # The negative check: nbgrader's own Autograde would give the untouched lab's comment-only task cells every
+    # point; replay grading gives some (the lab's starting state passes a few checks), never all.
+    assert set(scores) == set(hub.learners), scores
+    for user, (got, possible) in scores.items():
+        assert possible > 0 and 0 <= got < possible, (user, got, possible)
     course = accounts.home(hub.instructor) / "course"
     for user in hub.learners:
         assert (course / "feedback" / user / LAB / f"{LAB}.html").is_file()
@@ -173,15 +265,23 @@ def test_a_class_of_three_runs_labs_submits_and_gets_graded(hub: Hub, tmp_path: 
                 f"{who!r}, quizzes.builtin_banks()[:2], seed='class')")
         accounts.run_as(user, [python, "-c", code])
 
+    # The instructor opens the class report in the browser (a hub service, /services/class-report/); a learner is
+    # refused it. `gpulab class report` (root) prints the same text.
+    instructor.goto(f"{hub.url}/services/class-report/")  # type: ignore[attr-defined]
+    page_text = str(instructor.locator("#class-report").inner_text(timeout=120_000))  # type: ignore[attr-defined]
+    with ThreadPoolExecutor(1) as other:  # Playwright's sync API holds this thread's event loop
+        assert other.submit(asyncio.run, _learner_gets_report(hub)).result() == 403
     report = hub.gpulab("class", "report")
     assert report.returncode == 0, report.stdout + report.stderr
-    assert "Class of 3 learner(s)" in report.stdout
-    assert "Quizzes: 3 answer store(s) found" in report.stdout
-    assert f"2 learner(s): {hub.learners[0]}, {hub.learners[1]}" in report.stdout  # the forged rows refused
-    assert "Left out of the quiz report" in report.stdout
-    scores = report.stdout.split("Quizzes:")[0]
-    rows = [line for line in scores.splitlines() if line.startswith(hub.learners)]
-    assert len(rows) == 3, report.stdout
+    for text in (page_text, report.stdout):
+        assert "Class of 3 learner(s)" in text
+        assert "Quizzes: 3 answer store(s) found" in text
+        assert f"2 learner(s): {hub.learners[0]}, {hub.learners[1]}" in text  # the forged rows refused
+        assert "Left out of the quiz report" in text
+    table = page_text.split("Quizzes:")[0]
+    rows = [line for line in table.splitlines() if line.startswith(hub.learners)]
+    assert len(rows) == 3, page_text
+    assert rows == [line for line in report.stdout.split("Quizzes:")[0].splitlines() if line.startswith(hub.learners)]
     for line in rows:  # each learner's lab 01 score: the untouched lab gets some, never all, of its points
         score = line.split()[1]
         got, possible = map(float, score.split("/"))

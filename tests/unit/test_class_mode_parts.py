@@ -58,9 +58,19 @@ def test_the_hub_config_binds_loopback_uses_pam_groups_and_runs_the_culler(tmp_p
     assert c.Authenticator.admin_users == {"teach"}
     assert c.Spawner.cmd == ["/opt/rt/bin/gpulab", "class", "singleuser"]
     assert c.Spawner.environment["GPULAB_CLUSTER_ON_DEMAND"] == "1"
+    assert c.Spawner.environment["GPULAB_CLUSTER_AT_LOGIN"] == "1"  # the default: the cluster starts at login
+    cd.save(layout.ClassSettings(instructor="teach", cluster_start="first-use"))
+    lazy = Config()
+    exec(compile(hubconfig.render(cd, Path("/opt/rt/bin")), "jupyterhub_config.py", "exec"),
+         {"get_config": lambda: lazy})
+    assert lazy.Spawner.environment["GPULAB_CLUSTER_AT_LOGIN"] == "0"
     culler = c.JupyterHub.services[0]
     assert culler["name"] == "idle-culler" and "--timeout=120" in culler["command"]
     assert "delete:servers" in c.JupyterHub.load_roles[0]["scopes"]
+    report_service = c.JupyterHub.services[1]
+    assert report_service["name"] == "class-report" and report_service["url"] == "http://127.0.0.1:9003"
+    assert report_service["command"][1:4] == ["class", "report-service", "--dir"]
+    assert not any(r.get("services") == ["class-report"] for r in c.JupyterHub.load_roles)  # no extra rights
 
 
 @pytest.mark.parametrize("name", ["Root", "a+b", "9lives", "x" * 40, "../etc"])
@@ -99,3 +109,26 @@ def test_the_report_text_lists_every_learner_with_a_dash_for_missing_work() -> N
     assert any(line.startswith("ann") and "3/10" in line for line in text.splitlines())
     assert any(line.startswith("bob") and " - " in f" {line} " for line in text.splitlines())
     assert "a store was unreadable" in text
+
+
+def test_the_cluster_starts_at_login_only_in_class_mode_when_asked_and_only_for_learners(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import grp
+    import pwd
+
+    from labs.classroom import ondemand
+
+    me = pwd.getpwuid(os.getuid())
+    learners = grp.struct_group(("gpulab-learners", "x", 4242, [me.pw_name]))
+    monkeypatch.setattr(grp, "getgrnam", lambda name: learners)
+    monkeypatch.delenv(ondemand.ENV, raising=False)
+    monkeypatch.setenv(ondemand.AT_LOGIN, "1")
+    assert not ondemand.at_login()  # not class mode
+    monkeypatch.setenv(ondemand.ENV, "1")
+    assert ondemand.at_login()
+    monkeypatch.setenv(ondemand.AT_LOGIN, "0")
+    assert not ondemand.at_login()  # --cluster-start first-use
+    monkeypatch.setenv(ondemand.AT_LOGIN, "1")
+    monkeypatch.setattr(grp, "getgrnam", lambda name: grp.struct_group(("gpulab-learners", "x", 4242, [])))
+    if me.pw_gid != 4242:
+        assert not ondemand.at_login()  # the instructor's server

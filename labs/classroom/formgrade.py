@@ -1,0 +1,74 @@
+"""nbgrader's formgrader, made safe for the labs: the instructor's buttons do what ``gpulab class`` does.
+
+The class's ``nbgrader_config.py`` (``hubconfig.NBGRADER_CONFIG``, written by ``gpulab class init``) plugs in:
+
+- ``ReplayGrade`` as the whole of Autograde's grading step (``Autograde.autograde_preprocessors``). nbgrader's
+  own steps would execute the learner's notebook in a kernel of the instructor's server (``Execute``) and then
+  give each graded cell its full points unless its output holds an error (``SaveAutoGrades``,
+  ``nbgrader.utils.determine_grade``); the labs' graded cells are locked comments, so every learner would get
+  full marks. ``ReplayGrade`` never executes the notebook: it replays the learner's handed-in ``evidence.json``
+  on a cluster the instructor's account starts for the purpose (``labs.grader_cluster``), writes each task's
+  points into the gradebook and the grader's report into the task's cell. nbgrader's sanitising steps still run
+  first (outputs cleared, locked cells restored from the release).
+- ``CheckedRelease`` as the exchange's release (``ExchangeFactory.release_assignment``): Release, from
+  formgrader or ``nbgrader release_assignment``, refuses a release folder that holds anything but the lab's
+  notebook or a cell with a solution or hidden tests (``loop.release_problems``, as ``gpulab class release``).
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from nbgrader.exchange.abc import ExchangeError
+from nbgrader.exchange.default.release_assignment import ExchangeReleaseAssignment
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from cluster.kube.client import Client
+from labs import catalog, nbgrader_autograde
+from labs.classroom import loop
+from labs.grader_cluster import GraderCluster
+
+
+class ReplayGrade(NbGraderPreprocessor):  # type: ignore[misc]  # nbgrader is untyped
+    """Autograde's grading step: points from replaying the learner's evidence, never from running the notebook."""
+
+    def preprocess(self, nb: Any, resources: Any) -> tuple[Any, Any]:
+        from nbgrader.api import Gradebook
+        from nbgrader.coursedir import CourseDirectory
+
+        info = resources["nbgrader"]
+        lab_id, student, notebook = info["assignment"], info["student"], info["notebook"]
+        spec = catalog.get(lab_id)
+        coursedir = CourseDirectory(config=self.config)
+        folder = Path(coursedir.format_path(coursedir.submitted_directory, student, lab_id))
+        self.log.info("replaying %s's evidence for %s on the grader's cluster", student, lab_id)
+        with ExitStack() as started:
+            def replay() -> Client:  # the grader's cluster starts only when there is evidence to replay
+                return started.enter_context(GraderCluster()).client()
+
+            report, error = nbgrader_autograde.grade_submission(spec, folder, replay)
+        reports = nbgrader_autograde.task_reports(spec, report) if report else {}
+        with Gradebook(info["db_url"]) as gb:
+            for task in spec.tasks:
+                grade = gb.find_grade(f"task-{task.id}", notebook, lab_id, student)
+                grade.auto_score = float(reports[f"task-{task.id}"].score) if f"task-{task.id}" in reports else 0.0
+                grade.needs_manual_grade = grade.manual_score is not None
+            gb.db.commit()
+        if error:
+            self.log.warning("%s: %s gets no points: %s", lab_id, student, error)
+        return nbgrader_autograde.autograded_notebook(nb, None, reports, error), resources
+
+
+class CheckedRelease(ExchangeReleaseAssignment):  # type: ignore[misc]  # nbgrader is untyped
+    """The exchange's release, refusing a release folder that would hand learners more than the notebook."""
+
+    def copy_files(self) -> None:
+        lab_id = self.coursedir.assignment_id
+        problems = loop.release_problems(Path(self.src_path), lab_id)
+        if problems:
+            message = f"{lab_id} was not released: " + "; ".join(problems)
+            self.log.error(message)  # nbgrader's apps print an ExchangeError's class, not its text
+            raise ExchangeError(message)
+        super().copy_files()

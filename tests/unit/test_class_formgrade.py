@@ -1,0 +1,66 @@
+"""Formgrader's buttons under the class's nbgrader config (``labs/classroom/formgrade.py``): Autograde never runs
+the learner's notebook and gives a comment-only task cell no points without replayed evidence; Release refuses
+a release folder with more than the notebook. nbgrader's own commands run the same converters and exchange
+classes as formgrader's buttons (``NbGraderAPI.autograde`` runs ``Autograde``, ``release_assignment`` the
+exchange's release), so they are driven here; the hub's browser test presses the buttons themselves."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from cluster import errors
+from labs import course_nbgrader
+from labs.classroom import hubconfig, layout
+
+LAB = "01-device-plugins"
+
+
+def _course(tmp_path: Path) -> Path:
+    root = tmp_path / "course"
+    shutil.copytree(course_nbgrader.default_course_dir() / "source" / LAB, root / "source" / LAB)
+    cd = layout.ClassDir(tmp_path / "class")
+    cd.exchange.mkdir(parents=True)
+    (root / "nbgrader_config.py").write_text(
+        hubconfig.nbgrader_config(cd, "gpulab") + f"c.CourseDirectory.root = {str(root)!r}\n", encoding="utf-8")
+    course_nbgrader.run_nbgrader(["generate_assignment", LAB, "--force"], root)
+    return root
+
+
+def test_autograde_runs_no_learner_code_and_gives_comment_only_task_cells_no_points(tmp_path: Path) -> None:
+    root = _course(tmp_path)
+    marker = tmp_path / "learner-code-ran"
+    folder = root / "submitted" / "alice" / LAB
+    folder.mkdir(parents=True)
+    nb = nbformat.read(str(root / "release" / LAB / f"{LAB}.ipynb"), as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(f"open({str(marker)!r}, 'w').write('ran')"))
+    nbformat.write(nb, str(folder / f"{LAB}.ipynb"))  # no evidence.json: the learner claims, shows nothing
+
+    course_nbgrader.run_nbgrader(["autograde", LAB, "--force"], root)
+
+    assert not marker.exists(), "Autograde executed the learner's notebook"
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        rows = [(g.name, g.auto_score, g.max_score) for g in gb.find_submission_notebook(LAB, LAB, "alice").grades]
+    tasks = [r for r in rows if r[0].startswith("task-")]
+    assert tasks and all(score == 0 for _name, score, _max in tasks), rows
+    assert sum(m for _n, _s, m in tasks) > 0
+    graded = nbformat.read(str(root / "autograded" / "alice" / LAB / f"{LAB}.ipynb"), as_version=4)
+    reports = ["".join(o.get("text", "")) for c in graded.cells if c.cell_type == "code" for o in c.outputs]
+    assert any("Not graded: evidence.json was not handed in" in r for r in reports), reports
+
+
+def test_release_refuses_a_release_folder_with_an_evidence_bundle(tmp_path: Path) -> None:
+    root = _course(tmp_path)
+    (root / "release" / LAB / "evidence.json").write_text("{}")
+    with pytest.raises(errors.CommandFailed) as failed:
+        course_nbgrader.run_nbgrader(["release_assignment", LAB, "--force"], root)
+    assert "only 01-device-plugins.ipynb may be released" in failed.value.output
+    (root / "release" / LAB / "evidence.json").unlink()
+    course_nbgrader.run_nbgrader(["release_assignment", LAB, "--force"], root)
+    assert sorted(p.name for p in (tmp_path / "class" / "exchange" / "gpulab" / "outbound" / LAB).iterdir()) \
+        == [f"{LAB}.ipynb"]
