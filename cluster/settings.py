@@ -51,6 +51,7 @@ class Settings:
     etcd_seed: bool = True  # GPULAB_ETCD_SEED (0 turns it off): start etcd from the bootstrap seed
     class_dir: Path | None = None  # GPULAB_CLASS_DIR: the class folder of class mode
     cluster_on_demand: bool = False  # GPULAB_CLUSTER_ON_DEMAND=1 (set by the class hub): start a cluster on first use
+    cluster_at_login: bool = False  # GPULAB_CLUSTER_AT_LOGIN=1 (set by the class hub): start it beside the server
 
     _ENV = {
         "state_dir": "GPULAB_STATE_DIR", "cache_dir": "GPULAB_CACHE_DIR", "bin_dir": "GPULAB_BIN_DIR",
@@ -59,6 +60,7 @@ class Settings:
         "labs_dir": "GPULAB_LABS_DIR", "learner": "GPULAB_LEARNER", "quiz_db": "GPULAB_QUIZ_DB",
         "admission_hooks": "GPULAB_ADMISSION_HOOKS", "etcd_seed": "GPULAB_ETCD_SEED",
         "class_dir": "GPULAB_CLASS_DIR", "cluster_on_demand": "GPULAB_CLUSTER_ON_DEMAND",
+        "cluster_at_login": "GPULAB_CLUSTER_AT_LOGIN",
     }
 
     @classmethod
@@ -75,6 +77,7 @@ class Settings:
             admission_hooks=_text(env, "GPULAB_ADMISSION_HOOKS") or DEFAULT_ADMISSION_HOOKS,
             etcd_seed=_text(env, "GPULAB_ETCD_SEED") != "0", class_dir=_path(env, "GPULAB_CLASS_DIR"),
             cluster_on_demand=_text(env, "GPULAB_CLUSTER_ON_DEMAND") == "1",
+            cluster_at_login=_text(env, "GPULAB_CLUSTER_AT_LOGIN") == "1",
         )  # fmt: skip
 
     def environ(self, base: Mapping[str, str] | None = None) -> dict[str, str]:

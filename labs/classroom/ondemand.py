@@ -32,7 +32,7 @@ def enabled() -> bool:
 def at_login() -> bool:
     """Start the cluster beside a learner's server (``singleuser``) instead of waiting for the first lab. Not for
     the instructor's server, whose grading starts a cluster of its own (``labs.grader_cluster``)."""
-    if not (enabled() and os.environ.get(AT_LOGIN, "") == "1"):
+    if not (enabled() and settings.current().cluster_at_login):
         return False
     from labs.classroom import layout
 
