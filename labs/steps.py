@@ -250,9 +250,11 @@ class Wait:
     # ``notOnKind``: the outcome waited for is one only our pod agent produces (docs/kind.md, "What a kind kubelet
     # cannot do"), so on a kind cluster the step is skipped instead of timing out.
     not_on_kind: bool = False
+    # ``onlyOnKind``: what kind produces in that step's place (the lab's start state there), waited for on kind only.
+    only_on_kind: bool = False
 
     def run(self, ctx: StepContext) -> None:
-        if self.not_on_kind and kind_backend.runs_on_kind(ctx.client):
+        if (self.not_on_kind or self.only_on_kind) and kind_backend.runs_on_kind(ctx.client) != self.only_on_kind:
             return
         ev = evidence.Evidence({}, (), ctx.fleet, LiveView(ctx.client))
         deadline = time.monotonic() + self.timeout
@@ -343,13 +345,17 @@ def _wait(p: Problems, where: str, value: Any) -> Wait | None:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 600:
         p.add(f"{where}.timeout", "must be a number of seconds between 0 and 600")
         timeout = 30
-    not_on_kind = m.get("notOnKind", False)
-    if not isinstance(not_on_kind, bool):
-        p.add(f"{where}.notOnKind", "must be true or false")
-    kinds = [k for k in m if k not in ("timeout", "notOnKind")]
+    not_on_kind, only_on_kind = m.get("notOnKind", False), m.get("onlyOnKind", False)
+    for key, value in (("notOnKind", not_on_kind), ("onlyOnKind", only_on_kind)):
+        if not isinstance(value, bool):
+            p.add(f"{where}.{key}", "must be true or false")
+    if not_on_kind is True and only_on_kind is True:
+        p.add(where, "notOnKind and onlyOnKind exclude each other")
+    kinds = [k for k in m if k not in ("timeout", "notOnKind", "onlyOnKind")]
     if len(kinds) != 1 or kinds[0] not in _WAITABLE:
-        p.add(where, f"needs exactly one of {', '.join(_WAITABLE)} (and optionally timeout, notOnKind)")
+        p.add(where, f"needs exactly one of {', '.join(_WAITABLE)} (and optionally timeout, notOnKind, onlyOnKind)")
         return None
     body = common.mapping(p, f"{where}.{kinds[0]}", m[kinds[0]])
     rule = _WAITABLE[kinds[0]](p, f"{where}.{kinds[0]}", body, None)
-    return Wait(rule, float(timeout), f"{kinds[0]} {body.get('name', '')}".strip(), not_on_kind is True)
+    return Wait(rule, float(timeout), f"{kinds[0]} {body.get('name', '')}".strip(), not_on_kind is True,
+                only_on_kind is True)

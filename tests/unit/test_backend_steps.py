@@ -149,6 +149,8 @@ class _Nodes:
         self.items = [] if provider is None else [{"spec": {"providerID": provider} if provider else {}}]
 
     def get(self, path: str, **params: object) -> dict[str, object]:
+        if path == "/api/v1/nodes/a100-1":  # a node without labels: a wait for one times out
+            return {"metadata": {"name": "a100-1"}, "status": {}}
         assert path == "/api/v1/nodes"
         return {"items": self.items}
 
@@ -216,3 +218,34 @@ def test_a_wait_only_the_pod_agent_satisfies_is_skipped_on_kind(tmp_path: Path) 
     bad = Problems()
     lab_steps.parse(bad, "spec.setup[0]", {"wait": {**raw["wait"], "notOnKind": "yes"}}, tmp_path)
     assert any("notOnKind" in item for item in bad.items)
+
+
+def test_a_wait_for_what_kind_produces_instead_runs_on_kind_only(tmp_path: Path) -> None:
+    """``onlyOnKind`` on a lab's wait step: skipped off kind (without reading any node), waited for on kind (it
+    reads the node and times out here, where the fake node never shows the label); both switches at once are
+    refused, and every ONLY_ON_KIND check is a kind difference of its lab."""
+    from typing import Any, cast
+
+    import pytest
+
+    from cluster.backends import kind as kind_mod
+    from cluster.errors import ClusterError
+    from cluster.kube.client import Client
+    from labs import steps as lab_steps
+    from labs.spec import Problems
+
+    p = Problems()
+    raw = {"wait": {"node": {"name": "a100-1", "labels": {"nvidia.com/mig.config.state": "success"}},
+                    "timeout": 1, "onlyOnKind": True}}
+    step = lab_steps.parse(p, "spec.setup[0]", raw, tmp_path)
+    assert not p.items and isinstance(step, lab_steps.Wait) and step.only_on_kind and not step.not_on_kind
+    step.run(lab_steps.StepContext(cast(Client, _Nodes("https://127.0.0.1:6443")), tmp_path, cast(Any, None)))
+    with pytest.raises(ClusterError):
+        step.run(lab_steps.StepContext(cast(Client, _Nodes("kind://docker/gpulab/gpulab-worker")), tmp_path,
+                                       cast(Any, None)))
+
+    both = Problems()
+    lab_steps.parse(both, "spec.setup[0]", {"wait": {**raw["wait"], "notOnKind": True}}, tmp_path)
+    assert any("exclude each other" in item for item in both.items)
+    for lab_id, only in kind_mod.ONLY_ON_KIND.items():
+        assert only <= set(kind_mod.DIFFERENCES[lab_id])
