@@ -142,9 +142,7 @@ async def _learner_gets_report(hub: Hub) -> int:
     """The HTTP status a logged-in learner gets for the class report page."""
     async with hubclient.HubSession(hub.url, hub.learners[0], hub.password) as session:
         await session.login()
-        async with session.http.get(f"{hub.url}/services/class-report/") as resp:
-            await resp.read()
-            return resp.status
+        return (await session.http.request("GET", f"{hub.url}/services/class-report/")).status
 
 
 def _instructor_page(browser: object, hub: Hub) -> object:
