@@ -254,8 +254,10 @@ class Wait:
     only_on_kind: bool = False
 
     def run(self, ctx: StepContext) -> None:
-        if (self.not_on_kind or self.only_on_kind) and kind_backend.runs_on_kind(ctx.client) != self.only_on_kind:
-            return
+        if self.not_on_kind or self.only_on_kind:  # only then ask the cluster what it is
+            on_kind = kind_backend.runs_on_kind(ctx.client)
+            if on_kind if self.not_on_kind else not on_kind:
+                return
         ev = evidence.Evidence({}, (), ctx.fleet, LiveView(ctx.client))
         deadline = time.monotonic() + self.timeout
         while True:
