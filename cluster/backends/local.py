@@ -53,7 +53,10 @@ GO_ENV = (("GOGC", "50"),)
 # The API server holds most of a lab cluster's private memory: its heap may grow by a quarter between collections.
 APISERVER_GO_ENV = (("GOGC", "25"),)
 MIN_FREE_FRESH_MIB = 160  # etcd's first WAL segment (64 MiB) and snapshot, PKI, logs, with room to grow
-MIN_FREE_MIB = 16  # a restart writes state.json, kubeconfigs and logs; etcd reuses its preallocated WAL
+# A restart writes state.json, kubeconfigs and logs, and etcd preallocates its next 64 MiB WAL segment at every
+# start (go.etcd.io/etcd/server/v3/storage/wal/file_pipeline.go: the pipeline allocates a segment ahead and removes
+# it at stop), so a restart needs that room again even though the stop gave it back.
+MIN_FREE_MIB = 80
 CERT_WARNING = 86400.0  # `status` reports certificates that expire within a day
 # ClusterRoleBindings that give gpulab's own identities their rights (instead of the unrevocable system:masters):
 # binding name -> group in the client certificate (cluster/pki.py)

@@ -148,6 +148,9 @@ def test_broken_plugin_config_crash_loops_the_plugin_with_its_message(gpu_operat
 
 def test_cli_status_and_fault_commands(gpu_operator: Client, local_cluster) -> None:
     """`gpulab gpu-operator status` and `gpulab fault` work against the session cluster; bad input is one message."""
+    # The test before this one puts the device plugin's config back; the policy is ready again once its operands
+    # have restarted, so wait for that rather than read a state still in motion.
+    wait_for(lambda: operator.policy_state(gpu_operator) == "ready", 60, what="policy ready again")
     out = local_cluster.gpulab("gpu-operator", "status", "--json").stdout
     assert '"state": "ready"' in out and '"name": "h100-0"' in out
     bad = local_cluster.gpulab("fault", "inject", "cpu-0", "driver-missing", check=False)
