@@ -31,6 +31,16 @@ from labs.classroom import loop
 from labs.grader_cluster import GraderCluster
 
 
+def not_a_lab(assignment: str) -> list[str]:
+    """Class mode grades the course's labs by replay and never runs a learner's notebook, so an assignment that
+    is not one of them cannot be graded here; one line saying so, or nothing for a lab."""
+    if assignment in catalog.ids():
+        return []
+    return [f"{assignment!r} is not one of the course's labs ({', '.join(catalog.ids())}): class mode grades a lab "
+            "by replaying the learner's evidence and never runs a learner's notebook, so it releases and grades "
+            "only the labs (gpulab lab list); grade other notebooks outside the class's nbgrader configuration"]
+
+
 class ReplayGrade(NbGraderPreprocessor):  # type: ignore[misc]  # nbgrader is untyped
     """Autograde's grading step: points from replaying the learner's evidence, never from running the notebook."""
 
@@ -40,6 +50,10 @@ class ReplayGrade(NbGraderPreprocessor):  # type: ignore[misc]  # nbgrader is un
 
         info = resources["nbgrader"]
         lab_id, student, notebook = info["assignment"], info["student"], info["notebook"]
+        refused = not_a_lab(lab_id)
+        if refused:  # released before class mode's config was in place: say why there are no points
+            self.log.error("%s", refused[0])
+            raise ExchangeError(refused[0])
         spec = catalog.get(lab_id)
         coursedir = CourseDirectory(config=self.config)
         folder = Path(coursedir.format_path(coursedir.submitted_directory, student, lab_id))
@@ -66,7 +80,7 @@ class CheckedRelease(ExchangeReleaseAssignment):  # type: ignore[misc]  # nbgrad
 
     def copy_files(self) -> None:
         lab_id = self.coursedir.assignment_id
-        problems = loop.release_problems(Path(self.src_path), lab_id)
+        problems = not_a_lab(lab_id) or loop.release_problems(Path(self.src_path), lab_id)
         if problems:
             message = f"{lab_id} was not released: " + "; ".join(problems)
             self.log.error(message)  # nbgrader's apps print an ExchangeError's class, not its text

@@ -64,3 +64,28 @@ def test_release_refuses_a_release_folder_with_an_evidence_bundle(tmp_path: Path
     course_nbgrader.run_nbgrader(["release_assignment", LAB, "--force"], root)
     assert sorted(p.name for p in (tmp_path / "class" / "exchange" / "gpulab" / "outbound" / LAB).iterdir()) \
         == [f"{LAB}.ipynb"]
+
+
+def test_an_assignment_that_is_not_a_lab_is_refused_at_release_and_at_autograde_with_one_reason(
+        tmp_path: Path) -> None:
+    root = _course(tmp_path)
+    own = root / "source" / "hw1"
+    own.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("print('hello')", id="c0")]
+    nbformat.write(nb, str(own / "hw1.ipynb"))
+    course_nbgrader.run_nbgrader(["generate_assignment", "hw1", "--force"], root)
+    with pytest.raises(errors.CommandFailed) as failed:
+        course_nbgrader.run_nbgrader(["release_assignment", "hw1", "--force"], root)
+    assert "'hw1' is not one of the course's labs" in failed.value.output
+    assert not (tmp_path / "class" / "exchange" / "gpulab" / "outbound" / "hw1").exists()
+
+    marker = tmp_path / "learner-code-ran"
+    submitted = root / "submitted" / "bob" / "hw1"
+    submitted.mkdir(parents=True)
+    nb.cells.append(nbformat.v4.new_code_cell(f"open({str(marker)!r}, 'w').write('ran')", id="c1"))
+    nbformat.write(nb, str(submitted / "hw1.ipynb"))
+    with pytest.raises(errors.CommandFailed) as graded:
+        course_nbgrader.run_nbgrader(["autograde", "hw1", "--force"], root)
+    assert "'hw1' is not one of the course's labs" in graded.value.output
+    assert not marker.exists(), "Autograde executed the learner's notebook"
