@@ -10,8 +10,9 @@ What it sets, and why:
   admin; the hub runs as root, so it can check passwords and start each server as its own account;
 - ``LocalProcessSpawner`` starts ``gpulab class singleuser`` as the account: the Jupyter server, which stops the
   learner's lab cluster when it stops; the lab cluster itself starts on first use (``GPULAB_CLUSTER_ON_DEMAND``)
-  from the class's copy of the binaries, and by default (``cluster_start`` "login") ``singleuser`` starts it
-  beside the server (``GPULAB_CLUSTER_AT_LOGIN``), so that it is up by the time the learner starts a lab;
+  from the class's copy of the binaries (the default, ``cluster_start`` "first-use"); with ``cluster_start``
+  "login" ``singleuser`` starts it beside the server (``GPULAB_CLUSTER_AT_LOGIN``), so that it is up by the
+  time the learner starts a lab;
 - ``jupyterhub-idle-culler`` runs as a hub service and stops servers idle longer than the class's ``cull_after``;
 - the class report is a hub service too (``/services/class-report/``, port ``port + 3``), open to the hub's
   admins only (``reportservice``).
@@ -77,7 +78,7 @@ c.Spawner.environment = {{
     "PATH": {bindir!r} + ":/usr/local/bin:/usr/bin:/bin",
     "GPULAB_CACHE_DIR": {cache!r},
     "GPULAB_CLUSTER_ON_DEMAND": "1",
-    "GPULAB_CLUSTER_AT_LOGIN": "1" if settings.get("cluster_start", "login") == "login" else "0",
+    "GPULAB_CLUSTER_AT_LOGIN": "1" if settings.get("cluster_start", "first-use") == "login" else "0",
     "JUPYTER_CONFIG_PATH": {jupyter_config!r},
     "JUPYTER_PATH": {jupyter_path!r},
 }}

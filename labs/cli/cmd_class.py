@@ -47,9 +47,9 @@ def class_group() -> None:
 @click.option("--cull-after", default=3600, show_default=True, help="Seconds idle before a server (and its lab "
               "cluster) is stopped.")
 @click.option("--cull-every", default=300, show_default=True, help="How often the idle culler looks, in seconds.")
-@click.option("--cluster-start", type=click.Choice(layout.CLUSTER_STARTS), default="login", show_default=True,
-              help="When a learner's lab cluster starts: beside their server at login (a lab is ready sooner), or "
-                   "when a lab first needs it (no cluster for a learner who only reads).")
+@click.option("--cluster-start", type=click.Choice(layout.CLUSTER_STARTS), default="first-use",
+              show_default=True, help="When a learner's lab cluster starts: when a lab first needs it (no cluster "
+              "for a learner who only reads), or beside their server at login (a lab is ready a few seconds sooner).")
 def init_cmd(folder: str | None, instructor: str, password: str | None, port: int, cull_after: int,
              cull_every: int, cluster_start: str) -> None:
     """Create the class folder, the hub's config, the exchange and the instructor's account and course folder."""

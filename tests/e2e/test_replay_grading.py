@@ -120,7 +120,8 @@ def test_replayed_manifests_cannot_escalate(grader: Client, tmp_path: Path) -> N
 def test_gpulab_grade_batch_replays_each_submission(local_cluster: LocalCluster, grader: Client,
                                                     tmp_path: Path) -> None:
     """`gpulab grade --batch --replay-on`: the solved work gets full marks, the forged claim nothing on the
-    cluster checks, a damaged bundle is recorded as broken; every row is in the CSV."""
+    cluster checks, a damaged bundle and one with a key twice are recorded as broken and the batch goes on; every
+    row is in the CSV."""
     from labs.bench import grading_bench
 
     solved, untouched = grading_bench.replay_bundles(LAB, tmp_path / "bundles")
@@ -131,10 +132,13 @@ def test_gpulab_grade_batch_replays_each_submission(local_cluster: LocalCluster,
     forged.update(bundleVersion=2, actions=[], manifests=json.loads(untouched.read_text())["manifests"])
     (batch / "forged.json").write_text(json.dumps(forged))
     (batch / "damaged.json").write_text('{"kind": "gpulab.dev/EvidenceBundle", "bundleVersion": 2, "cut')
+    (batch / "twice.json").write_bytes((BUNDLES.parent.parent / "bad-inputs" / "bundles" / "duplicate-key.json")
+                                       .read_bytes())
     out = local_cluster.gpulab("grade", LAB, "--batch", str(batch), "--replay-on", str(local_cluster.kubeconfig),
                                "--json")
     summary = json.loads(out.stdout)
-    assert summary["submissions"] == 3 and summary["broken"] == 1 and summary["passed"] == 1
+    assert summary["submissions"] == 4 and summary["broken"] == 2 and summary["passed"] == 1
     rows = {r["submission"]: r for r in csv.DictReader((batch / f"grades-{LAB}.csv").open())}
     assert rows["solved.json"]["passed"] == "true" and rows["damaged.json"]["error"]
+    assert "appears twice" in rows["twice.json"]["error"], rows["twice.json"]
     assert all(rows["forged.json"][c.id] == "0" for c in labs.get(LAB).checks if c.cluster)

@@ -58,12 +58,12 @@ def test_the_hub_config_binds_loopback_uses_pam_groups_and_runs_the_culler(tmp_p
     assert c.Authenticator.admin_users == {"teach"}
     assert c.Spawner.cmd == ["/opt/rt/bin/gpulab", "class", "singleuser"]
     assert c.Spawner.environment["GPULAB_CLUSTER_ON_DEMAND"] == "1"
-    assert c.Spawner.environment["GPULAB_CLUSTER_AT_LOGIN"] == "1"  # the default: the cluster starts at login
-    cd.save(layout.ClassSettings(instructor="teach", cluster_start="first-use"))
-    lazy = Config()
+    assert c.Spawner.environment["GPULAB_CLUSTER_AT_LOGIN"] == "0"  # the default: the cluster starts at first use
+    cd.save(layout.ClassSettings(instructor="teach", cluster_start="login"))
+    early = Config()
     exec(compile(hubconfig.render(cd, Path("/opt/rt/bin")), "jupyterhub_config.py", "exec"),
-         {"get_config": lambda: lazy})
-    assert lazy.Spawner.environment["GPULAB_CLUSTER_AT_LOGIN"] == "0"
+         {"get_config": lambda: early})
+    assert early.Spawner.environment["GPULAB_CLUSTER_AT_LOGIN"] == "1"
     culler = c.JupyterHub.services[0]
     assert culler["name"] == "idle-culler" and "--timeout=120" in culler["command"]
     assert "delete:servers" in c.JupyterHub.load_roles[0]["scopes"]
