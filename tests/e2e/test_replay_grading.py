@@ -58,10 +58,16 @@ def test_a_forged_bundle_scores_nothing_on_the_cluster_checks(grader: Client, tm
     assert any("your evidence bundle records it as passed" in n for n in report.notes), report.notes
 
 
-def test_the_demo_solved_bundles_score_only_what_replay_produces(grader: Client) -> None:
-    """The recorded solved bundle (version 1: files, no actions) claims full marks; the replay applies its
-    files but no node label or ClusterPolicy change, so the checks that need those fail."""
-    report = labs.grade(LAB, BUNDLES / f"{LAB}.solved.json", replay=grader)
+def test_the_demo_solved_bundles_score_only_what_replay_produces(grader: Client, tmp_path: Path) -> None:
+    """A solved bundle of version 1 (files, no actions; what the nbgrader demo used to ship) claims full marks;
+    the replay applies its files but no node label or ClusterPolicy change, so the checks that need those fail.
+    It is made from the recorded solved bundle by dropping its actions."""
+    data = json.loads((BUNDLES / f"{LAB}.solved.json").read_text())
+    assert data.pop("actions"), "the recorded solved bundle has the learner's actions"
+    data["bundleVersion"] = 1
+    old = tmp_path / "version-1.json"
+    old.write_text(json.dumps(data))
+    report = labs.grade(LAB, old, replay=grader)
     got = cluster_checks(report)
     assert got["t4-labelled"] is False and got["t4-advertises-shared"] is False and got["three-workers-run"] is False
     assert report.score < report.max_score == labs.get(LAB).max_score
