@@ -9,6 +9,7 @@ make an interrupted build resume where it stopped; a file lock keeps two builds 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import logging
 import os
 import shutil
@@ -231,6 +232,15 @@ def standalone_binary_name(name: str) -> str:
 
 def _standalone(name: str) -> tuple[str, str]:
     return STANDALONE_TOOLS.get(name) or NODE_TOOLS[name]
+
+
+def source_key(name: str) -> str:
+    """A short hash of ``cluster/gosrc/<name>``'s sources (tests left out) and its wrapper module."""
+    digest = hashlib.sha256(standalone_gomod(name).encode())
+    for src in sorted((_GOSRC / name).glob("*.go")):
+        if not src.name.endswith("_test.go"):
+            digest.update(src.name.encode() + b"\0" + src.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def standalone_gomod(name: str) -> str:

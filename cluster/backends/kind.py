@@ -11,7 +11,6 @@ whether the daemon answers.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import shutil
@@ -381,21 +380,21 @@ class _NodePlugin(_KindStep):
 
     def run(self, ctx: steps_mod.Context) -> None:
         be = self.be
-        ctx.prog.start("building gpulab's device plugin for the kind nodes")
-        try:
-            built = gobuild.build_standalone(binaries.cache_dir(), "kindplugin", ctx.prog)
-        except errors.BinariesUnavailable as exc:
-            raise errors.BackendUnavailable(
-                f"the kind backend runs gpulab's device plugin in every node, and it could not be built: {exc.message}",
-                hint="install Go >= 1.26 (https://go.dev/dl/), then run `gpulab up --backend kind` again") from exc
-        ctx.prog.finish()
-        data = built.read_bytes()
-        # Named by its content: a running cluster keeps the binary it mounted when another build replaces this one.
-        binary = binaries.cache_dir() / "bin" / "kindplugin" / f"kindplugin-{hashlib.sha256(data).hexdigest()[:12]}"
+        # Named by its source: built once per source, and a running cluster keeps the binary it mounted.
+        binary = binaries.cache_dir() / "bin" / "kindplugin" / f"kindplugin-{gobuild.source_key('kindplugin')}"
         if not binary.exists():
+            ctx.prog.start("building gpulab's device plugin for the kind nodes")
+            try:
+                built = gobuild.build_standalone(binaries.cache_dir(), "kindplugin", ctx.prog)
+            except errors.BinariesUnavailable as exc:
+                raise errors.BackendUnavailable(
+                    "the kind backend runs gpulab's device plugin in every node, and it could not be built: "
+                    f"{exc.message}",
+                    hint="install Go >= 1.26 (https://go.dev/dl/), then run `gpulab up --backend kind` again") from exc
+            ctx.prog.finish()
             binary.parent.mkdir(parents=True, exist_ok=True)
             tmp = binary.with_suffix(".tmp")
-            tmp.write_bytes(data)
+            shutil.copy2(built, tmp)
             tmp.chmod(0o755)
             tmp.replace(binary)
         units = be.dir / "node-plugin"

@@ -137,6 +137,14 @@ def _join_patch(node_name: str, taints: tuple[fleet_mod.Taint, ...]) -> str:
     return _yaml({"kind": "JoinConfiguration", "nodeRegistration": registration})
 
 
+# The kubelet learns a device's health from its plugin at once, but publishes it in the node's status only at its
+# next status computation (every nodeStatusUpdateFrequency, 10 s by default: kubelet pkg/kubelet/kubelet.go
+# syncNodeStatus); meanwhile the scheduler may bind a pod that the kubelet then refuses (UnexpectedAdmissionError,
+# "requested number of devices unavailable"). The labs change GPU health and sharing within seconds, so kind's
+# kubelets look every second; they still write the status only when it changed (nodeStatusReportFrequency).
+_KUBELET_PATCH = ("kind: KubeletConfiguration\nnodeStatusUpdateFrequency: 1s\nnodeStatusReportFrequency: 5m\n")
+
+
 def config(fl: fleet_mod.Fleet, cluster_name: str, node_plugin: NodePlugin | None = None) -> dict[str, Any]:
     """The kind ``Cluster`` config for a fleet: one control plane and one worker per simulated node, each running
     the node plugin when ``node_plugin`` is given."""
@@ -154,6 +162,7 @@ def config(fl: fleet_mod.Fleet, cluster_name: str, node_plugin: NodePlugin | Non
         "name": cluster_name,
         # The API server is published on loopback only: a lab cluster is nobody else's business.
         "networking": {"apiServerAddress": "127.0.0.1"},
+        "kubeadmConfigPatches": [_KUBELET_PATCH],
         "nodes": node_list,
     }
 
