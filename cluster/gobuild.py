@@ -9,6 +9,7 @@ make an interrupted build resume where it stopped; a file lock keeps two builds 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import logging
 import os
 import shutil
@@ -199,6 +200,11 @@ def build_etcd(cache: Path, prog: progress_mod.Progress) -> Path:
 STANDALONE_TOOLS: dict[str, tuple[str, str]] = {
     "dpcheck": (versions.DEVICE_PLUGIN_MODULE, versions.DEVICE_PLUGIN_VERSION),
 }
+# Go programs of ours that run inside kind nodes, not on the host: built on demand by the kind backend (a static
+# binary, CGO off) in a wrapper module of their own, never by ``gpulab binaries``.
+NODE_TOOLS: dict[str, tuple[str, str]] = {
+    "kindplugin": ("k8s.io/kubelet", versions.STAGING_VERSION),
+}
 
 
 def extra_tools() -> tuple[str, ...]:
@@ -206,7 +212,7 @@ def extra_tools() -> tuple[str, ...]:
     if not _GOSRC.is_dir():
         return ()
     return tuple(sorted(p.name for p in _GOSRC.iterdir()
-                        if p.is_dir() and any(p.glob("*.go")) and p.name not in STANDALONE_TOOLS))
+                        if p.is_dir() and any(p.glob("*.go")) and p.name not in {*STANDALONE_TOOLS, *NODE_TOOLS}))
 
 
 # The JSON protocol revision of an extra tool, part of its installed name: a helper that learnt something new
@@ -221,11 +227,24 @@ def extra_binary_name(name: str) -> str:
 
 def standalone_binary_name(name: str) -> str:
     """``dpcheck`` -> ``dpcheck-v0.19.1``: a new pin never reuses a binary built against the old one."""
-    return f"{name}-{STANDALONE_TOOLS[name][1]}"
+    return f"{name}-{_standalone(name)[1]}"
+
+
+def _standalone(name: str) -> tuple[str, str]:
+    return STANDALONE_TOOLS.get(name) or NODE_TOOLS[name]
+
+
+def source_key(name: str) -> str:
+    """A short hash of ``cluster/gosrc/<name>``'s sources (tests left out) and its wrapper module."""
+    digest = hashlib.sha256(standalone_gomod(name).encode())
+    for src in sorted((_GOSRC / name).glob("*.go")):
+        if not src.name.endswith("_test.go"):
+            digest.update(src.name.encode() + b"\0" + src.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def standalone_gomod(name: str) -> str:
-    module, version = STANDALONE_TOOLS[name]
+    module, version = _standalone(name)
     return f"module gpulab.local/{name}\n\ngo {versions.GO_DIRECTIVE}\n\nrequire {module} {version}\n"
 
 

@@ -209,8 +209,8 @@ def snapshot(client: Client, scope: Scope) -> dict[str, Any]:
         out[f"node {node}"] = {
             "labels": {k: labels.get(k) for k in scope.node_labels.get(node, ())},
             "faults": (got["metadata"].get("annotations") or {}).get(names.FAULTS),
-            "capacity": {k: v for k, v in status.get("capacity", {}).items() if "/" in k},
-            "allocatable": {k: v for k, v in status.get("allocatable", {}).items() if "/" in k},
+            "capacity": _extended(status.get("capacity", {})),
+            "allocatable": _extended(status.get("allocatable", {})),
         }
     if scope.policy and out["operator"]:
         spec = client.get(steps.POLICY_PATH).get("spec", {})
@@ -219,11 +219,18 @@ def snapshot(client: Client, scope: Scope) -> dict[str, Any]:
     return normalised
 
 
+def _extended(resources: dict[str, str]) -> dict[str, str]:
+    """A node's extended resources, but none at 0: a real kubelet keeps a device plugin's resource at 0 once the
+    plugin stops offering it (kubelet ``pkg/kubelet/nodestatus/setters.go``: "Set the capacity of the removed
+    resource to 0"), where the local backend drops it; for the scheduler both mean none."""
+    return {k: v for k, v in resources.items() if "/" in k and str(v) != "0"}
+
+
 def _gpu_nodes(client: Client) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for node in client.get("/api/v1/nodes").get("items", []):
         labels = node["metadata"].get("labels") or {}
-        allocatable = {k: v for k, v in node.get("status", {}).get("allocatable", {}).items() if "/" in k}
+        allocatable = _extended(node.get("status", {}).get("allocatable", {}))
         if not allocatable and names.GPU_PRESENT not in labels:
             continue
         out[node["metadata"]["name"]] = {

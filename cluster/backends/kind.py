@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cluster import errors, fleet as fleet_mod, ops, progress as progress_mod, versions
+from cluster import binaries, errors, fleet as fleet_mod, gobuild, ops, progress as progress_mod, versions
 from cluster.backends import kindconfig, kindtool, steps as steps_mod
 from cluster.backends.base import ClusterStatus, ComponentStatus, StateDir
 from cluster.kube import kubeconfig
@@ -34,10 +34,6 @@ NODES_READY_TIMEOUT = 180.0
 # What the local backend's pod agent does in the kubelet's place that a real kubelet on kind cannot, per lab and
 # check id: the reason is shown to the learner with the check's result on kind (docs/kind.md, "What a kind kubelet
 # cannot do"), and those checks are graded on what kind does produce (ON_KIND).
-_NO_PLUGIN = ("kind backend difference: no NVIDIA device plugin registers with kind's real kubelets (there are no "
-              "GPUs), so nothing refuses a container that asks for {n} shared replicas; on a GPU node the plugin's "
-              "Allocate fails (k8s-device-plugin internal/plugin/server.go, internal/rm/rm.go ValidateRequest) and the kubelet fails the pod with "
-              "UnexpectedAdmissionError, as the local backend shows")
 _DRA = ("kind backend difference: a real kubelet prepares a pod's ResourceClaims through the DRA driver's "
         "kubelet plugin (NodePrepareResources, over a socket on the node: kubelet pkg/kubelet/cm/dra); gpulab's DRA "
         "driver runs on your machine and registers no kubelet plugin, so on kind the pod stays ContainerCreating "
@@ -45,32 +41,22 @@ _DRA = ("kind backend difference: a real kubelet prepares a pod's ResourceClaims
         "that plugin and the pod runs")
 _TOPOLOGY = ("kind backend difference: the Topology Manager aligns a pod's devices with the NUMA affinity its "
              "device plugin reports (GetPreferredAllocation and TopologyInfo; kubelet pkg/kubelet/cm/topologymanager "
-             "and devicemanager/topology_hints.go); on kind no device plugin registers nvidia.com/gpu, so the kubelet "
-             "has no GPU hints and admits wide, which {then}; on local the pod agent plays the kubelet's admission "
-             "and refuses wide with TopologyAffinityError")
-_NO_ALLOCATION = ("kind backend difference: a real kubelet asks the device plugin to Allocate the devices a container "
-                  "requests (kubelet pkg/kubelet/cm/devicemanager) and starts it with them (NVIDIA_VISIBLE_DEVICES "
-                  "naming the MIG instance's UUID; k8s-device-plugin internal/plugin/server.go); on kind no NVIDIA "
-                  "device plugin registers with the kubelets, so no instance is allocated and the pod has no "
+             "and devicemanager/topology_hints.go) under the policy of the kubelet's configuration; gpulab's node "
+             "plugin on kind reports no NUMA affinity and kind's kubelets run the default policy none, so the kubelet "
+             "admits wide, which {then}; on local the pod agent plays the kubelet's admission under the node's "
+             "gpulab.dev/topology-manager-policy label and refuses wide with TopologyAffinityError")
+_NO_ANNOTATION = ("kind backend difference: the kubelet allocates the instance through gpulab's node plugin, which "
+                  "starts the container with NVIDIA_VISIBLE_DEVICES naming it, as NVIDIA's plugin does "
+                  "(k8s-device-plugin internal/plugin/server.go; kubelet pkg/kubelet/cm/devicemanager); the kubelet "
+                  "keeps that allocation to itself (its checkpoint on the node), so the pod gets no "
                   "gpulab.dev/devices annotation, which on local the pod agent writes as that allocation")
-_LAGGING_KUBELET = ("kind backend difference: on kind, gpulab's GPU stack runs on your machine and writes h100-0's "
-                    "GPU capacity and allocatable into the node's status, while the node's real kubelet recomputes "
-                    "allocatable from capacity at each of its status updates (kubelet pkg/kubelet/nodestatus/"
-                    "setters.go); for a moment the broken node offers its eight GPUs again, so the scheduler may bind "
-                    "render to h100-0 before the driver is repaired, and a kubelet that saw the drop refuses it with "
-                    "OutOfnvidia.com/gpu (pkg/kubelet/lifecycle/predicate.go). On a GPU node the kubelet itself "
-                    "advertises what the device plugin reports healthy. Graded on h100-0's driver fault being "
-                    "cleared")
 DIFFERENCES: dict[str, dict[str, str]] = {
     "03b-topology-manager": {
         "wide-rejected": _TOPOLOGY.format(then="runs on a100-1 holding its four GPUs"),
         "pair-runs": _TOPOLOGY.format(then="keeps a100-1's four GPUs, so pair waits Pending until you delete wide"),
     },
-    "04c-per-node-sharing": {"greedy-refused-by-plugin": _NO_PLUGIN.format(n="two")},
-    "04e-mps": {"big-refused": _NO_PLUGIN.format(n="two MPS")},
-    "04f-mig-parted": {"embedder-on-instance": _NO_ALLOCATION},
+    "04f-mig-parted": {"embedder-on-instance": _NO_ANNOTATION},
     "05-dra": {"workers-run-on-the-a100s": _DRA, "burst-job-runs": _DRA},
-    "06-troubleshooting": {"render-runs": _LAGGING_KUBELET},
     "07-capstone": {"finetune-runs": _DRA},
 }
 # What kind does produce instead, per lab and check id, as a lab check (lab.yaml syntax): on kind, a check of
@@ -82,10 +68,6 @@ ON_KIND: dict[str, dict[str, dict[str, Any]]] = {
         # pair exists (from fits.yaml); it runs on a100-1 once wide is gone
         "pair-runs": {"pod": {"namespace": "lab-03b", "name": "pair"}},
     },
-    "04c-per-node-sharing": {
-        "greedy-refused-by-plugin": {"pod": {"namespace": "lab-04c", "name": "greedy", "nodeIn": ["t4-0"]}},
-    },
-    "04e-mps": {"big-refused": {"pod": {"namespace": "lab-04e", "name": "ranker-big", "nodeIn": ["l40s-0"]}}},
     # the scheduler placed embedder on h100-0 for one 2g.20gb instance
     "04f-mig-parted": {"embedder-on-instance": {"object": {
         "kind": "Pod", "namespace": "lab-04f", "name": "embedder",
@@ -96,10 +78,6 @@ ON_KIND: dict[str, dict[str, dict[str, Any]]] = {
                                              "nodeIn": ["a100-1"]}},
         "burst-job-runs": {"pod": {"namespace": "lab-05", "name": "burst-job", "nodeIn": ["t4-0"]}},
     },
-    # the driver fault on h100-0 is cleared (where render is bound says nothing on kind: see _LAGGING_KUBELET)
-    "06-troubleshooting": {"render-runs": {"object": {
-        "kind": "Node", "name": "h100-0",
-        "expect": [{"path": "metadata.annotations[gpulab.dev/gpu-faults]", "exists": False}]}}},
     "07-capstone": {
         "finetune-runs": {"pod": {"namespace": "capstone-finetune", "selector": "team=finetune", "count": 2,
                                   "nodeIn": ["a100-1"]}},
@@ -121,7 +99,7 @@ def differences(lab_id: str) -> dict[str, str]:
 
 # Checks whose own reading says nothing on kind (it can pass there without the learner's fix): graded on ON_KIND
 # even when they pass as written.
-ONLY_ON_KIND: dict[str, frozenset[str]] = {"06-troubleshooting": frozenset({"render-runs"})}
+ONLY_ON_KIND: dict[str, frozenset[str]] = {}
 
 
 def only_on_kind(lab_id: str) -> frozenset[str]:
@@ -147,6 +125,10 @@ class KindBackend(StateDir):
 
     def config_path(self) -> Path:
         return self.dir / "kind-config.yaml"
+
+    def devices_dir(self) -> Path:
+        """Each node's devices file (``<node>/devices.json``), written by the GPU stack, read by the node plugin."""
+        return self.dir / "devices"
 
     @property
     def log_dir(self) -> Path:
@@ -206,9 +188,9 @@ class KindBackend(StateDir):
 
     def steps(self) -> list[steps_mod.Step]:
         """The bring-up, in order: one small step per concern (the fleet and GPU stack steps are local's too)."""
-        return [steps_mod.FleetStep("kind", "gpulab up --backend kind"), _Plan(), _Tools(self), _Config(self),
-                _Create(self), _FleetNodes(self), _WaitNodes(self),
-                steps_mod.GpuStackStep(self.sup, self.kubeconfig(), None)]
+        return [steps_mod.FleetStep("kind", "gpulab up --backend kind"), _Plan(), _Tools(self), _NodePlugin(self),
+                _Config(self), _Create(self), _FleetNodes(self), _WaitNodes(self),
+                steps_mod.GpuStackStep(self.sup, self.kubeconfig(), None, self.devices_dir())]
 
     def up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, *, retain: bool = False) -> ClusterStatus:
         fresh = not self.exists()
@@ -253,7 +235,8 @@ class KindBackend(StateDir):
 
     def apply_fleet_nodes(self, client: Client, workers: list[kindconfig.Worker],
                           prog: progress_mod.Progress | None = None) -> None:
-        """Give each kind worker its fleet node's labels, annotation, taints and extended resources (idempotent)."""
+        """Give each kind worker its fleet node's labels, annotation and taints (idempotent); its extended
+        resources are its kubelet's, from gpulab's node plugin."""
         for w in workers:
             self._apply(client, w)
             if prog:
@@ -280,9 +263,6 @@ class KindBackend(StateDir):
             except errors.Conflict:
                 if attempt == 4:
                     raise
-        status = kindconfig.status_patch(w)
-        if status:
-            client.patch(f"{path}/status", status)
 
     # --- status, down, logs, tenants --------------------------------------------------------------------
 
@@ -392,6 +372,41 @@ class _Tools(_KindStep):
         ctx.extra["kind"] = self.be.preflight(ctx.prog)
 
 
+class _NodePlugin(_KindStep):
+    """gpulab's node plugin (``cluster/gosrc/kindplugin``), built once per source: a static binary every worker
+    mounts and runs as a systemd service, registering the simulated GPUs with its real kubelet."""
+
+    title = "node plugin"
+
+    def run(self, ctx: steps_mod.Context) -> None:
+        be = self.be
+        # Named by its source: built once per source, and a running cluster keeps the binary it mounted.
+        binary = binaries.cache_dir() / "bin" / "kindplugin" / f"kindplugin-{gobuild.source_key('kindplugin')}"
+        if not binary.exists():
+            ctx.prog.start("building gpulab's device plugin for the kind nodes")
+            try:
+                built = gobuild.build_standalone(binaries.cache_dir(), "kindplugin", ctx.prog)
+            except errors.BinariesUnavailable as exc:
+                raise errors.BackendUnavailable(
+                    "the kind backend runs gpulab's device plugin in every node, and it could not be built: "
+                    f"{exc.message}",
+                    hint="install Go >= 1.26 (https://go.dev/dl/), then run `gpulab up --backend kind` again") from exc
+            ctx.prog.finish()
+            binary.parent.mkdir(parents=True, exist_ok=True)
+            tmp = binary.with_suffix(".tmp")
+            shutil.copy2(built, tmp)
+            tmp.chmod(0o755)
+            tmp.replace(binary)
+        units = be.dir / "node-plugin"
+        units.mkdir(parents=True, exist_ok=True)
+        (units / "gpulab-device-plugin.service").write_text(kindconfig.unit_text())
+        (units / "20-gpulab-device-plugin.conf").write_text(kindconfig.drop_in_text())
+        for w in self._workers(ctx):
+            (be.devices_dir() / w.fleet_node).mkdir(parents=True, exist_ok=True)
+        ctx.extra["node_plugin"] = kindconfig.NodePlugin(binary, units / "gpulab-device-plugin.service",
+                                                         units / "20-gpulab-device-plugin.conf", be.devices_dir())
+
+
 class _Config(_KindStep):
     """Record the cluster and write kind's config; a kind cluster of that name that gpulab did not make is refused."""
 
@@ -411,7 +426,7 @@ class _Config(_KindStep):
         fl = ctx.need_fleet()
         be._save({**be._state(), "backend": "kind", "kind_cluster": be.cluster_name, "fleet": fl.name,
                   "kind_version": versions.KIND_VERSION, "node_image": versions.KIND_NODE_IMAGE, "created": False})
-        be.config_path().write_text(kindconfig.render(kindconfig.config(fl, be.cluster_name)))
+        be.config_path().write_text(kindconfig.render(kindconfig.config(fl, be.cluster_name, ctx.extra["node_plugin"])))
 
 
 class _Create(_KindStep):

@@ -4,20 +4,24 @@ Pure data in, pure data out: nothing here runs kind or talks to an API server. E
 kind worker (a Docker container running a real kubelet), so the fleet is capped at ``MAX_WORKERS``. Labels that a
 kubelet may set on itself go into the kind config, so they are there from the moment the node registers; taints go
 into kubeadm's JoinConfiguration for the same reason, so no pod can land on a GPU node before it is tainted. The
-rest (labels in the ``kubernetes.io`` namespaces, the hardware annotation, extended resources) is applied through the
-API by ``kind.py`` once the cluster is up.
+rest (labels in the ``kubernetes.io`` namespaces, the hardware annotation) is applied through the API by ``kind.py``
+once the cluster is up. Extended resources (``nvidia.com/gpu`` ...) are the kubelet's: every worker runs gpulab's
+node plugin (``cluster/gosrc/kindplugin``, mounted into it with a systemd unit, see ``NodePlugin``), which registers
+the devices the simulated GPU stack on the host lists for that node.
 """
 
 from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
 
 from cluster import errors, fleet as fleet_mod, versions
 from cluster.sim import nodes
+from cluster.sim.gpu import devicefile
 
 API_VERSION = "kind.x-k8s.io/v1alpha4"
 MAX_WORKERS = 8
@@ -38,6 +42,43 @@ class Worker:
     kind_node: str  # the container kind runs it in
     pool: fleet_mod.NodePool
     node: dict[str, Any]  # the Node object the local backend would register (cluster.sim.nodes.build_node)
+
+
+# Where the node plugin and its units sit inside a node (mounted read-only from the host).
+PLUGIN_BINARY = "/usr/local/bin/gpulab-device-plugin"
+PLUGIN_UNIT = "/etc/systemd/system/gpulab-device-plugin.service"
+KUBELET_DROP_IN = "/etc/systemd/system/kubelet.service.d/20-gpulab-device-plugin.conf"
+
+
+@dataclass(frozen=True)
+class NodePlugin:
+    """The host files every worker mounts to run gpulab's node plugin, and the folder of the devices files."""
+
+    binary: Path  # the static kindplugin build
+    unit: Path  # systemd unit running it (``unit_text``)
+    drop_in: Path  # kubelet drop-in that starts it with the kubelet (``drop_in_text``)
+    devices_root: Path  # <root>/<fleet node>/devices.json, written by the GPU stack (cluster.sim.gpu.devicefile)
+
+    def mounts(self, fleet_node: str) -> list[dict[str, Any]]:
+        return [
+            {"hostPath": str(self.binary), "containerPath": PLUGIN_BINARY, "readOnly": True},
+            {"hostPath": str(self.unit), "containerPath": PLUGIN_UNIT, "readOnly": True},
+            {"hostPath": str(self.drop_in), "containerPath": KUBELET_DROP_IN, "readOnly": True},
+            {"hostPath": str(self.devices_root / fleet_node), "containerPath": devicefile.NODE_DIR, "readOnly": True},
+        ]
+
+
+def unit_text() -> str:
+    """The node plugin as a systemd service: restarted if it ever exits, and there again after `docker start`."""
+    return ("[Unit]\nDescription=gpulab device plugin (simulated NVIDIA GPUs, registered with the kubelet)\n"
+            "After=kubelet.service\n\n[Service]\n"
+            f"ExecStart={PLUGIN_BINARY} --devices={devicefile.NODE_DIR}/{devicefile.FILE_NAME}\n"
+            "Restart=always\nRestartSec=1\n")
+
+
+def drop_in_text() -> str:
+    """A kubelet drop-in: whenever the kubelet starts, so does the node plugin (kind enables only its own units)."""
+    return "[Unit]\nWants=gpulab-device-plugin.service\n"
 
 
 def worker_names(cluster_name: str, count: int) -> list[str]:
@@ -96,13 +137,24 @@ def _join_patch(node_name: str, taints: tuple[fleet_mod.Taint, ...]) -> str:
     return _yaml({"kind": "JoinConfiguration", "nodeRegistration": registration})
 
 
-def config(fl: fleet_mod.Fleet, cluster_name: str) -> dict[str, Any]:
-    """The kind ``Cluster`` config for a fleet: one control plane and one worker per simulated node."""
+# The kubelet learns a device's health from its plugin at once, but publishes it in the node's status only at its
+# next status computation (every nodeStatusUpdateFrequency, 10 s by default: kubelet pkg/kubelet/kubelet.go
+# syncNodeStatus); meanwhile the scheduler may bind a pod that the kubelet then refuses (UnexpectedAdmissionError,
+# "requested number of devices unavailable"). The labs change GPU health and sharing within seconds, so kind's
+# kubelets look every second; they still write the status only when it changed (nodeStatusReportFrequency).
+_KUBELET_PATCH = ("kind: KubeletConfiguration\nnodeStatusUpdateFrequency: 1s\nnodeStatusReportFrequency: 5m\n")
+
+
+def config(fl: fleet_mod.Fleet, cluster_name: str, node_plugin: NodePlugin | None = None) -> dict[str, Any]:
+    """The kind ``Cluster`` config for a fleet: one control plane and one worker per simulated node, each running
+    the node plugin when ``node_plugin`` is given."""
     workers = plan(fl, cluster_name)
     node_list: list[dict[str, Any]] = [{"role": "control-plane", "image": versions.KIND_NODE_IMAGE}]
     for w in workers:
         entry: dict[str, Any] = {"role": "worker", "image": versions.KIND_NODE_IMAGE, "labels": kubelet_labels(w),
                                  "kubeadmConfigPatches": [_join_patch(w.fleet_node, w.pool.taints)]}
+        if node_plugin is not None:
+            entry["extraMounts"] = node_plugin.mounts(w.fleet_node)
         node_list.append(entry)
     return {
         "kind": "Cluster",
@@ -110,6 +162,7 @@ def config(fl: fleet_mod.Fleet, cluster_name: str) -> dict[str, Any]:
         "name": cluster_name,
         # The API server is published on loopback only: a lab cluster is nobody else's business.
         "networking": {"apiServerAddress": "127.0.0.1"},
+        "kubeadmConfigPatches": [_KUBELET_PATCH],
         "nodes": node_list,
     }
 
@@ -145,17 +198,3 @@ def metadata_patch(w: Worker, current: dict[str, Any]) -> dict[str, Any]:
         },
         "spec": {"taints": taints},
     }
-
-
-def status_patch(w: Worker) -> dict[str, Any] | None:
-    """Extended resources (``vendor/name``) of the fleet node, or None when it has none.
-
-    cpu, memory and pods stay what the real kubelet measured: it would overwrite them on its next status update.
-    Extended resources are left alone by the kubelet, the way Kubernetes documents advertising them by hand.
-    """
-    status = w.node["status"]
-    cap = {k: v for k, v in status["capacity"].items() if "/" in k}
-    alloc = {k: v for k, v in status["allocatable"].items() if "/" in k}
-    if not cap and not alloc:
-        return None
-    return {"status": {"capacity": cap, "allocatable": alloc}}

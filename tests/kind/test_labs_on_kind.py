@@ -16,12 +16,17 @@ import pytest
 import labs
 from cluster.backends import kind as kind_mod
 from cluster.backends.kind import KindBackend
+from cluster.kube.client import Client
 from cluster.testing import wait_for
 
 
 @pytest.fixture
 def started(kind_backend: KindBackend, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[labs.Lab]:
-    lab = labs.start(request.param, workdir=tmp_path / "work", kubeconfig=kind_backend.kubeconfig(), fresh=True)
+    try:
+        lab = labs.start(request.param, workdir=tmp_path / "work", kubeconfig=kind_backend.kubeconfig(), fresh=True)
+    except Exception:
+        _print_cluster(kind_backend)  # pytest shows it with the error: why a setup step waited in vain
+        raise
     try:
         yield lab
     finally:
@@ -73,3 +78,23 @@ def _differences(a: Any, b: Any, where: str = "") -> list[str]:
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         return [d for i, (x, y) in enumerate(zip(a, b)) for d in _differences(x, y, f"{where}[{i}]")][:10]
     return [] if a == b else [f"{where}: {str(a)[:120]!r} -> {str(b)[:120]!r}"]
+
+
+def _print_cluster(backend: KindBackend) -> None:
+    """The pods that are not running (with the kubelet's message), the nodes' GPU resources, and recent events."""
+    with Client.from_kubeconfig(backend.kubeconfig()) as client:
+        for pod in client.get("/api/v1/pods").get("items", []):
+            st = pod.get("status", {})
+            if st.get("phase") != "Running":
+                print("pod", pod["metadata"]["namespace"], pod["metadata"]["name"], pod["spec"].get("nodeName"),
+                      st.get("phase"), st.get("reason"), st.get("message"))
+        for node in client.get("/api/v1/nodes").get("items", []):
+            st = node.get("status", {})
+            print("node", node["metadata"]["name"],
+                  {k: v for k, v in st.get("capacity", {}).items() if "/" in k},
+                  {k: v for k, v in st.get("allocatable", {}).items() if "/" in k})
+        events = client.get("/api/v1/events").get("items", [])
+        for ev in sorted(events, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))[-60:]:
+            obj = ev.get("involvedObject", {})
+            print("event", ev.get("lastTimestamp") or ev.get("eventTime"), obj.get("kind"), obj.get("namespace"),
+                  obj.get("name"), ev.get("reason"), ev.get("message"))

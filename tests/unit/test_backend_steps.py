@@ -32,7 +32,7 @@ def test_local_bring_up_is_one_step_per_concern_in_order(tmp_path: Path) -> None
 def test_kind_and_local_share_the_fleet_step_and_kind_runs_the_gpu_stack_step(tmp_path: Path) -> None:
     kind = KindBackend("c", tmp_path).steps()
     local = LocalBackend("c", tmp_path).steps()
-    assert steps.step_titles(kind) == ["fleet", "plan workers", "docker and kind", "kind config",
+    assert steps.step_titles(kind) == ["fleet", "plan workers", "docker and kind", "node plugin", "kind config",
                                        "kind create cluster", "fleet nodes", "wait for nodes", "GPU stack"]
     assert [type(s) for s in kind].count(steps.FleetStep) == [type(s) for s in local].count(steps.FleetStep) == 1
     assert [type(s) for s in kind].count(steps.GpuStackStep) == 1
@@ -45,6 +45,8 @@ def test_gpu_stack_runs_on_kind_against_kinds_api_server_without_the_pod_agents_
     assert stack.spec.name == "gpu-stack"
     assert f"--kubeconfig={be.kubeconfig()}" in stack.spec.argv
     assert not any(a.startswith("--device-checkpoint") for a in stack.spec.argv)
+    # the devices go to the node plugin in each worker, which registers them with the real kubelet
+    assert f"--device-dir={be.devices_dir()}" in stack.spec.argv
     assert "cluster.sim.gpu.stack" in stack.spec.argv
     # the node and pod agents stay local-only: kind's kubelets are real
     assert not any("agent" in t for t in steps.step_titles(be.steps()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -109,10 +110,18 @@ def test_metadata_patch_keeps_existing_taints_and_adds_missing_ones_once() -> No
     assert kindconfig.metadata_patch(worker, again)["spec"]["taints"] == [other, gpu]
 
 
-def test_status_patch_carries_only_extended_resources() -> None:
-    (worker,) = [w for w in kindconfig.plan(fleet.load("starter"), "gpulab") if w.fleet_node == "a100-0"]
-    assert kindconfig.status_patch(worker) is None  # cpu/memory/pods are the real kubelet's
-    worker.node["status"]["capacity"]["nvidia.com/gpu"] = "4"
-    worker.node["status"]["allocatable"]["nvidia.com/gpu"] = "4"
-    assert kindconfig.status_patch(worker) == {"status": {"capacity": {"nvidia.com/gpu": "4"},
-                                                          "allocatable": {"nvidia.com/gpu": "4"}}}
+def test_every_worker_mounts_the_node_plugin_and_its_own_devices_folder(tmp_path: Path) -> None:
+    plugin = kindconfig.NodePlugin(tmp_path / "kindplugin-abc", tmp_path / "unit", tmp_path / "drop-in",
+                                   tmp_path / "devices")
+    cfg = kindconfig.config(fleet.load("starter"), "gpulab", plugin)
+    assert "extraMounts" not in cfg["nodes"][0]  # the control plane runs no GPU pods
+    for node, worker in zip(cfg["nodes"][1:], kindconfig.plan(fleet.load("starter"), "gpulab")):
+        mounts = {m["containerPath"]: m["hostPath"] for m in node["extraMounts"]}
+        assert mounts == {kindconfig.PLUGIN_BINARY: str(tmp_path / "kindplugin-abc"),
+                          kindconfig.PLUGIN_UNIT: str(tmp_path / "unit"),
+                          kindconfig.KUBELET_DROP_IN: str(tmp_path / "drop-in"),
+                          "/etc/gpulab/devices": str(tmp_path / "devices" / worker.fleet_node)}
+        assert all(m["readOnly"] for m in node["extraMounts"])
+    assert "extraMounts" not in kindconfig.config(fleet.load("starter"), "gpulab")["nodes"][1]
+    assert f"ExecStart={kindconfig.PLUGIN_BINARY} --devices=/etc/gpulab/devices/devices.json" in kindconfig.unit_text()
+    assert "Wants=gpulab-device-plugin.service" in kindconfig.drop_in_text()

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.gpu import advertise as advertise_mod, inventory
-from cluster.sim.gpu import dra, hoststate, names, operands, plugin, policy as policy_mod
+from cluster.sim.gpu import devicefile, dra, hoststate, names, operands, plugin, policy as policy_mod
 
 # ``client`` is no operand of the operator's: GPU Operator v26.7 sets ``nvidia.com/gpu.deploy.client=true`` on GPU
 # nodes so that third-party GPU clients can select it and be paused with the operands (names.CLIENT).
@@ -32,6 +32,10 @@ class NodePlan:
     dra_mode: bool = False
     dra_inventory: inventory.NodeInventory | None = None  # publish a slice for these GPUs; None = no slice
     awaiting_validation: bool = False  # driver and toolkit pass; the plugin has not registered yet
+    # The devices behind the wanted capacity and allocatable (not a patch: the whole list), and the resources
+    # whose Allocate refuses more than one device: what a node plugin registers with a real kubelet (devicefile).
+    devices: devicefile.Devices = field(default_factory=dict)
+    single_request: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -145,6 +149,7 @@ def plan(node: Mapping[str, Any], pol: policy_mod.Policy | None, configmaps: Map
     dp_state = plugin_state(pol, labels_now, dra_mode, "device-plugin", states["device-plugin"])
     gfd_state = plugin_state(pol, labels_now, dra_mode, "gpu-feature-discovery", states["gpu-feature-discovery"])
     cap, alloc = plugin.resources(dp_state, cap_now, adv, gate)
+    single = adv.single_request_resources if adv is not None and dp_state == plugin.RUNNING else ()
     wanted.update(plugin.gfd_labels(gfd_state, current, gfd_adv, timestamp))
     annotations: dict[str, str | None] = {**_loaded_patch(ann, names.PLUGIN_CONFIG_LOADED, loaded, dp_state),
                                           **_loaded_patch(ann, names.GFD_CONFIG_LOADED, gfd_loaded, gfd_state)}
@@ -161,4 +166,5 @@ def plan(node: Mapping[str, Any], pol: policy_mod.Policy | None, configmaps: Map
         operands=states, dra_mode=dra_mode,
         dra_inventory=inv if dra_mode and gate else None,
         awaiting_validation=prereq and not validated,
+        devices=devicefile.devices(cap, alloc, adv), single_request=single,
     )

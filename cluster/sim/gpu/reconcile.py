@@ -18,7 +18,7 @@ from typing import Any
 
 from cluster import errors
 from cluster.kube.client import APPLY_PATCH, AsyncClient
-from cluster.sim.gpu import dra, events, hoststate, migmanager, migrunner, names, nodeplan, operands, world as world_mod
+from cluster.sim.gpu import devicefile, dra, events, hoststate, migmanager, migrunner, names, nodeplan, operands, world as world_mod
 from cluster.sim.gpu.workqueue import WorkQueue
 
 log = logging.getLogger("gpulab.gpu-stack")
@@ -31,8 +31,11 @@ RESTART_AWARE = ("device-plugin", "gpu-feature-discovery", "mig-manager")
 
 class NodeReconciler:
     def __init__(self, client: AsyncClient, world: world_mod.World, recorder: events.Recorder,
-                 device_checkpoint: Path | None = None) -> None:
+                 device_checkpoint: Path | None = None, device_files: devicefile.Writer | None = None) -> None:
         self.client = client
+        # On kind: each node's devices go to its node plugin (devicefile), and the real kubelet writes capacity
+        # and allocatable; without it (local), the stack patches them into the node's status itself.
+        self.device_files = device_files
         self.world = world
         self.recorder = recorder
         self.kubelet = events.Recorder(client, "kubelet")
@@ -113,8 +116,11 @@ class NodeReconciler:
 
     async def _apply(self, name: str, plan: nodeplan.NodePlan) -> None:
         """One PATCH on the node's status subresource: a node's status PATCH may also carry labels and annotations,
-        so the device registry, GFD labels and resources change together (and cost one write, one watch event)."""
+        so the device registry, GFD labels and resources change together (and cost one write, one watch event).
+        With a node plugin (kind), the devices go to its file instead, and the kubelet owns the resources."""
         body: dict[str, Any] = {}
+        if self.device_files is not None:
+            self.device_files.write(name, devicefile.render(plan.devices, plan.single_request))
         meta: dict[str, Any] = {}
         if plan.labels:
             meta["labels"] = plan.labels
@@ -122,7 +128,7 @@ class NodeReconciler:
             meta["annotations"] = plan.annotations
         if meta:
             body["metadata"] = meta
-        if plan.capacity or plan.allocatable:
+        if (plan.capacity or plan.allocatable) and self.device_files is None:
             body["status"] = {"capacity": plan.capacity, "allocatable": plan.allocatable}
         if not body:
             return

@@ -19,7 +19,7 @@ from cluster import errors
 from cluster.kube import kubeconfig
 from cluster.kube.client import AsyncClient
 from cluster.sim import informer, runner
-from cluster.sim.gpu import dcgm_exporter, events, names, operands, operatorctl, reconcile, world as world_mod
+from cluster.sim.gpu import dcgm_exporter, devicefile, events, names, operands, operatorctl, reconcile, world as world_mod
 
 log = logging.getLogger("gpulab.gpu-stack")
 POLICY_POLL = 1.0
@@ -27,11 +27,13 @@ STATUS_EVERY = 0.5
 
 
 class Stack:
-    def __init__(self, client: AsyncClient, device_checkpoint: Path | None = None) -> None:
+    def __init__(self, client: AsyncClient, device_checkpoint: Path | None = None,
+                 device_dir: Path | None = None) -> None:
         self.client = client
         self.world = world_mod.World()
         self.recorder = events.Recorder(client, "gpu-operator")
-        self.nodes = reconcile.NodeReconciler(client, self.world, self.recorder, device_checkpoint)
+        self.nodes = reconcile.NodeReconciler(client, self.world, self.recorder, device_checkpoint,
+                                              devicefile.Writer(device_dir) if device_dir is not None else None)
         self.operator = operatorctl.OperatorController(client, self.world)
         self.exporter = dcgm_exporter.Exporter(client, self.world, events.Recorder(client, "kubelet"),
                                                self.nodes.operand_states, device_checkpoint)
@@ -194,7 +196,8 @@ def _has_gpu_state(node: dict[str, Any]) -> bool:
 async def _main(args: argparse.Namespace) -> None:
     client = AsyncClient(kubeconfig.load(Path(args.kubeconfig)), max_connections=48)
     await runner.retry_until_api(client)
-    await Stack(client, Path(args.device_checkpoint) if args.device_checkpoint else None).run()
+    await Stack(client, Path(args.device_checkpoint) if args.device_checkpoint else None,
+                Path(args.device_dir) if args.device_dir else None).run()
 
 
 def main() -> None:
@@ -203,6 +206,9 @@ def main() -> None:
     parser.add_argument("--device-checkpoint", default="",
                         help="the pod agent's device checkpoint: which pod holds which GPU, for DCGM (default: the "
                         "pods' gpulab.dev/devices annotations, on clusters whose kubelets gpulab does not play)")
+    parser.add_argument("--device-dir", default="",
+                        help="write each node's devices to <dir>/<node>/devices.json for the node plugin on kind "
+                        "(cluster/gosrc/kindplugin) instead of patching the node's capacity and allocatable")
     runner.run(_main(parser.parse_args()))
 
 
