@@ -53,6 +53,9 @@ class Plan:
         self.quick = quick
         self.scale_nodes = 50 if quick else 1000
         self.submissions = 40 if quick else 200
+        # Replaying one submission takes seconds (a reset and the learner's actions on the grader's cluster), so a
+        # quick run replays a few: enough for the rotation of solution, starter and wrong submissions.
+        self.replay_submissions = 10 if quick else 200
         self.label_repeat = 2 if quick else 5
         self.live_repeat = 20 if quick else 100
         self.start_repeat = 1 if quick else 5
@@ -180,12 +183,12 @@ def _grading(run: _Run) -> None:
 
 
 def _replay_name(plan: Plan) -> str:
-    return (f"replay grading, {plan.submissions} submissions of {grading_bench.REPLAY_LAB}, "
+    return (f"replay grading, {plan.replay_submissions} submissions of {grading_bench.REPLAY_LAB}, "
             f"grader's cluster start included{plan.tag()}")
 
 
 def _replay(run: _Run) -> None:
-    n = run.plan.submissions
+    n = run.plan.replay_submissions
     t = grading_bench.replay_batch(run.root / "replay", n, labs_bench.wrong_submissions(grading_bench.REPLAY_LAB))
     run.figures.append(Figure(
         _replay_name(run.plan), round(t.seconds, 1), "s", None if run.plan.quick else grading_bench.REPLAY_TARGET_S,
