@@ -49,9 +49,17 @@ KCM_CONTROLLERS = ("*", *(f"-{c}-controller" for c in (
 # The Go runtime of the control-plane programs collects garbage when the heap has grown by half since the last
 # collection instead of doubled (https://go.dev/doc/gc-guide, GOGC): a smaller resident set for an idle lab
 # cluster, at a CPU cost that is small while it is idle.
-GO_ENV = (("GOGC", "50"),)
+# Each program runs Go code on one OS thread at a time (GOMAXPROCS=1; https://pkg.go.dev/runtime, "Environment
+# Variables"): with one P the runtime has no second processor to wake and spin looking for work each time a timer
+# or a watch event wakes a goroutine. Measured on the two-core development machine under `cluster-slot --all`,
+# idle starter cluster, 3 runs each (issue 17): the whole cluster's idle CPU 27.5/28.9/31.0 -> 19.0/21.8/24.2
+# millicores (min/median/max; the API server 9.2 -> 6.8, the controller manager 7.8 -> 5.5, etcd 9.0 -> 6.7). While
+# a cluster starts five processes share the two cores, so no program had both to itself before either.
+GO_ENV = (("GOGC", "50"), ("GOMAXPROCS", "1"))
 # The API server holds most of a lab cluster's private memory: its heap may grow by a quarter between collections.
-APISERVER_GO_ENV = (("GOGC", "25"),)
+# GOGC=10 saved another ~11 MiB but cost ~2 millicores of idle CPU and ~1.3 s of start-up (3.58 -> 4.88 s median of
+# four starts): not taken.
+APISERVER_GO_ENV = (("GOGC", "25"), ("GOMAXPROCS", "1"))
 MIN_FREE_FRESH_MIB = 160  # etcd's first WAL segment (64 MiB) and snapshot, PKI, logs, with room to grow
 # A restart writes state.json, kubeconfigs and logs, and etcd preallocates its next 64 MiB WAL segment at every
 # start (go.etcd.io/etcd/server/v3/storage/wal/file_pipeline.go: the pipeline allocates a segment ahead and removes
