@@ -53,13 +53,15 @@ KCM_CONTROLLERS = ("*", *(f"-{c}-controller" for c in (
 # Variables"): with one P the runtime has no second processor to wake and spin looking for work each time a timer
 # or a watch event wakes a goroutine. Measured on the two-core development machine under `cluster-slot --all`,
 # idle starter cluster, 3 runs each (issue 17): the whole cluster's idle CPU 27.5/28.9/31.0 -> 19.0/21.8/24.2
-# millicores (min/median/max; the API server 9.2 -> 6.8, the controller manager 7.8 -> 5.5, etcd 9.0 -> 6.7). While
-# a cluster starts five processes share the two cores, so no program had both to itself before either.
+# millicores (min/median/max, the API server included: 9.2 -> 6.8; the controller manager 7.8 -> 5.5, etcd 9.0 -> 6.7).
+# The API server has its own setting below.
 GO_ENV = (("GOGC", "50"), ("GOMAXPROCS", "1"))
 # The API server holds most of a lab cluster's private memory: its heap may grow by a quarter between collections.
 # GOGC=10 saved another ~11 MiB but cost ~2 millicores of idle CPU and ~1.3 s of start-up (3.58 -> 4.88 s median of
-# four starts): not taken.
-APISERVER_GO_ENV = (("GOGC", "25"), ("GOMAXPROCS", "1"))
+# four starts): not taken. The API server keeps the default GOMAXPROCS (one per core): with 1 its idle CPU was
+# ~1.7 m lower but the cluster's start ~0.8 s slower (3.43 -> 4.25 s median of four starts, quiet machine), since
+# its start-up work is the critical path and runs on both cores.
+APISERVER_GO_ENV = (("GOGC", "25"),)
 # Built-in API versions that no lab, notebook, grader or the simulated GPU stack uses, and whose controllers are
 # off (KCM_CONTROLLERS): HorizontalPodAutoscaler and CertificateSigningRequest. Each served version costs the API
 # server its REST storage, OpenAPI models and discovery entries (measured, issue 17: ~6 MiB of the
