@@ -49,9 +49,30 @@ KCM_CONTROLLERS = ("*", *(f"-{c}-controller" for c in (
 # The Go runtime of the control-plane programs collects garbage when the heap has grown by half since the last
 # collection instead of doubled (https://go.dev/doc/gc-guide, GOGC): a smaller resident set for an idle lab
 # cluster, at a CPU cost that is small while it is idle.
-GO_ENV = (("GOGC", "50"),)
+# Each program runs Go code on one OS thread at a time (GOMAXPROCS=1; https://pkg.go.dev/runtime, "Environment
+# Variables"): with one P the runtime has no second processor to wake and spin looking for work each time a timer
+# or a watch event wakes a goroutine. Measured on the two-core development machine under `cluster-slot --all`,
+# idle starter cluster, 3 runs each (issue 17): the whole cluster's idle CPU 27.5/28.9/31.0 -> 19.0/21.8/24.2
+# millicores (min/median/max, the API server included: 9.2 -> 6.8; the controller manager 7.8 -> 5.5, etcd 9.0 -> 6.7).
+# The API server has its own setting below.
+GO_ENV = (("GOGC", "50"), ("GOMAXPROCS", "1"))
 # The API server holds most of a lab cluster's private memory: its heap may grow by a quarter between collections.
+# GOGC=10 saved another ~11 MiB but cost ~2 millicores of idle CPU and ~1.3 s of start-up (3.58 -> 4.88 s median of
+# four starts): not taken. The API server keeps the default GOMAXPROCS (one per core): with 1 its idle CPU was
+# ~1.7 m lower but the cluster's start ~0.8 s slower (3.43 -> 4.25 s median of four starts, quiet machine), since
+# its start-up work is the critical path and runs on both cores.
 APISERVER_GO_ENV = (("GOGC", "25"),)
+# Built-in API versions that no lab, notebook, grader or the simulated GPU stack uses, and whose controllers are
+# off (KCM_CONTROLLERS): HorizontalPodAutoscaler and CertificateSigningRequest. Each served version costs the API
+# server its REST storage, OpenAPI models and discovery entries (measured, issue 17: ~6 MiB of the
+# idle API server's RSS for these three, and the start-up work to build them),
+# and the garbage collector's and quota controller's monitors one informer per resource. --runtime-config:
+# `kube-apiserver --help`; group/version names: the API groups' register.go in k8s.io/api. resource.k8s.io (DRA),
+# policy (the scheduler's preemption reads PodDisruptionBudgets), storage.k8s.io (the scheduler's volume plugins'
+# informers), node.k8s.io (the RuntimeClass admission plugin), admissionregistration.k8s.io (the webhook admission
+# plugins), flowcontrol (priority and fairness), events.k8s.io (the scheduler's events), networking.k8s.io
+# (Service IP allocation) and discovery.k8s.io stay.
+DISABLED_APIS = ("autoscaling/v1", "autoscaling/v2", "certificates.k8s.io/v1")
 MIN_FREE_FRESH_MIB = 160  # etcd's first WAL segment (64 MiB) and snapshot, PKI, logs, with room to grow
 # A restart writes state.json, kubeconfigs and logs, and etcd preallocates its next 64 MiB WAL segment at every
 # start (go.etcd.io/etcd/server/v3/storage/wal/file_pipeline.go: the pipeline allocates a segment ahead and removes
@@ -204,6 +225,7 @@ class LocalBackend(StateDir):
                 # (and the CEL environments they build) are left out; webhooks, Pod Security, quota and the
                 # other default plugins stay.
                 "--disable-admission-plugins=ValidatingAdmissionPolicy,MutatingAdmissionPolicy",
+                f"--runtime-config={','.join(f'{gv}=false' for gv in DISABLED_APIS)}",
             ), APISERVER_GO_ENV),
             "kube-controller-manager": ProcessSpec("kube-controller-manager", (
                 str(bins.path("kube-controller-manager")), f"--kubeconfig={self._kc('controller-manager')}",

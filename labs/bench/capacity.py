@@ -194,7 +194,9 @@ def figures(runs: Sequence[IdleCluster], cores: int | None = None, memory_gib: f
     return [
         Figure(RSS_FIGURE, round(rss.median, 1), "MiB", IDLE_RSS_TARGET_MIB,
                note=f"{how}: {rss.text('MiB')}; per process (median MiB): {rss_parts}; of which private (RssAnon, "
-                    f"not shared with other learners' clusters through the page cache): {private.text('MiB')}"),
+                    f"not shared with other learners' clusters through the page cache): {private.text('MiB')}; "
+                    "the rest is code mapped from the binaries (RssFile), larger when the page cache holds more of "
+                    "them (docs/local-backend.md)"),
         Figure(CPU_FIGURE, round(cpu.median, 1), "millicores",
                IDLE_CPU_TARGET_MILLICORES,
                note=f"{how}: {cpu.text('m')}; per process (median m): {cpu_parts}"),
