@@ -34,7 +34,7 @@ def started(kind_backend: KindBackend, tmp_path: Path, request: pytest.FixtureRe
 
 
 @pytest.mark.parametrize("started", labs.list_labs(), indirect=True)
-def test_lab_solve_check_reset_on_kind(started: labs.Lab, record_property: Any) -> None:
+def test_lab_solve_check_reset_on_kind(started: labs.Lab, kind_backend: KindBackend, record_property: Any) -> None:
     lab = started
     at_start = lab.snapshot()
     untouched = lab.check(wait=1)
@@ -65,6 +65,7 @@ def test_lab_solve_check_reset_on_kind(started: labs.Lab, record_property: Any) 
     try:
         wait_for(back, timeout=120, interval=1.0, what=f"lab {lab.id} back at its start state on kind")
     except AssertionError as exc:
+        _print_cluster(kind_backend, devices=True)  # what the nodes, the stack's device files and events say
         raise AssertionError(f"{exc}; differs at {_differences(at_start, seen[0] if seen else {})}") from None
 
 
@@ -80,8 +81,12 @@ def _differences(a: Any, b: Any, where: str = "") -> list[str]:
     return [] if a == b else [f"{where}: {str(a)[:120]!r} -> {str(b)[:120]!r}"]
 
 
-def _print_cluster(backend: KindBackend) -> None:
-    """The pods that are not running (with the kubelet's message), the nodes' GPU resources, and recent events."""
+def _print_cluster(backend: KindBackend, *, devices: bool = False) -> None:
+    """The pods that are not running (with the kubelet's message), the nodes' GPU resources, and recent events;
+    with ``devices`` also each node's device file as the GPU stack last wrote it for the node plugin."""
+    if devices:
+        for path in sorted(backend.devices_dir().glob("*/*.json")):
+            print("devices", path.parent.name, path.read_text(errors="replace").strip()[:600])
     with Client.from_kubeconfig(backend.kubeconfig()) as client:
         for pod in client.get("/api/v1/pods").get("items", []):
             st = pod.get("status", {})
