@@ -56,8 +56,8 @@ course: install
 	  $(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(JUPYTER_PORT) --no-browser --notebook-dir=course $(JUPYTER_ROOT_FLAG)
 
 # Every local tier. The kind tier (`make test-kind`: every lab on a real kind cluster from the offline node image)
-# is not part of it yet: lab 05's reset failed there once in the last fresh-clone run (docs/kind.md, "How this
-# backend is tested").
+# is not part of it yet: lab 05's reset failed there in the last fresh-clone run; fixed, it needs more green runs
+# first (docs/kind.md, "How this backend is tested").
 test: install
 	$(VENV)/bin/python -m pytest -p no:cacheprovider --durations=25 -m "not kind" tests
 
