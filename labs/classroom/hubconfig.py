@@ -78,7 +78,7 @@ c.Spawner.environment = {{
     "PATH": {bindir!r} + ":/usr/local/bin:/usr/bin:/bin",
     "GPULAB_CACHE_DIR": {cache!r},
     "GPULAB_CLUSTER_ON_DEMAND": "1",
-    "GPULAB_CLUSTER_AT_LOGIN": "1" if settings.get("cluster_start", "first-use") == "login" else "0",
+    "GPULAB_CLUSTER_AT_LOGIN": "1" if settings.get("cluster_start", {default_start!r}) == "login" else "0",
     "JUPYTER_CONFIG_PATH": {jupyter_config!r},
     "JUPYTER_PATH": {jupyter_path!r},
 }}
@@ -125,7 +125,7 @@ def render(cd: layout.ClassDir, bindir: Path) -> str:
         root=str(cd.root), settings=str(cd.settings_file), hub_state=str(cd.hub_state), proxy=str(proxy_command()),
         learners_group=layout.LEARNERS_GROUP, instructors_group=layout.INSTRUCTORS_GROUP,
         gpulab=str(bindir / "gpulab"), bindir=str(bindir), cache=str(cd.cache), jupyter_config=f"{cd.jupyter_config}:{project_config}",
-        jupyter_path=jupyter_path,
+        jupyter_path=jupyter_path, default_start=layout.DEFAULT_CLUSTER_START,
         python=sys.executable, hub_gpulab=str(Path(sys.executable).parent / "gpulab"),
         hub_bindir=str(Path(sys.executable).parent))
 

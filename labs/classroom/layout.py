@@ -42,6 +42,7 @@ def check_name(name: str) -> str:
 
 
 CLUSTER_STARTS = ("login", "first-use")
+DEFAULT_CLUSTER_START = "first-use"  # issue 17: the cluster started lazily on first use
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class ClassSettings:
     # "first-use" (as issue 17 asks): the learner's lab cluster starts when a lab first needs it, so a learner who
     # logs in only to read holds no cluster; "login": it starts beside their server, so it is (nearly) up when the
     # first lab starts, a few seconds sooner, at the price of a cluster per logged-in learner.
-    cluster_start: str = "first-use"
+    cluster_start: str = DEFAULT_CLUSTER_START
 
     def with_learner(self, name: str) -> ClassSettings:
         return self if name in self.learners else replace(self, learners=(*self.learners, name))

@@ -55,7 +55,7 @@ def share_binaries(cd: layout.ClassDir) -> None:
 
 
 def init(cd: layout.ClassDir, instructor: str, password: str | None, *, port: int, cull_after: int,
-         cull_every: int, cluster_start: str = "first-use") -> layout.ClassSettings:
+         cull_every: int, cluster_start: str = layout.DEFAULT_CLUSTER_START) -> layout.ClassSettings:
     accounts.require_root("gpulab class init")
     cd.root.mkdir(parents=True, exist_ok=True)
     cd.root.chmod(0o755)

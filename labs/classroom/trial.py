@@ -21,7 +21,7 @@ from pathlib import Path
 
 from cluster import errors
 from cluster.kube import http
-from labs.classroom import accounts, runtime
+from labs.classroom import accounts, layout, runtime
 
 GPULAB = Path(sys.executable).parent / "gpulab"
 
@@ -110,7 +110,7 @@ def _reachable_tmp() -> str:
 
 @contextmanager
 def temporary_class(root: Path, prefix: str, learners: int, *, cull_after: int = 3600,
-                    cull_every: int = 300, cluster_start: str = "first-use") -> Iterator[TrialClass]:
+                    cull_every: int = 300, cluster_start: str = layout.DEFAULT_CLUSTER_START) -> Iterator[TrialClass]:
     """A class with an instructor and ``learners`` learners, served until the block ends (the hub's log in
     ``root``); the accounts and the class folder are removed after."""
     accounts.require_root("a temporary class")

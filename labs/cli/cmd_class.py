@@ -47,7 +47,7 @@ def class_group() -> None:
 @click.option("--cull-after", default=3600, show_default=True, help="Seconds idle before a server (and its lab "
               "cluster) is stopped.")
 @click.option("--cull-every", default=300, show_default=True, help="How often the idle culler looks, in seconds.")
-@click.option("--cluster-start", type=click.Choice(layout.CLUSTER_STARTS), default="first-use",
+@click.option("--cluster-start", type=click.Choice(layout.CLUSTER_STARTS), default=layout.DEFAULT_CLUSTER_START,
               show_default=True, help="When a learner's lab cluster starts: when a lab first needs it (no cluster "
               "for a learner who only reads), or beside their server at login (a lab is ready a few seconds sooner).")
 def init_cmd(folder: str | None, instructor: str, password: str | None, port: int, cull_after: int,
