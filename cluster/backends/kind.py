@@ -6,7 +6,7 @@ MIG manager, DRA driver) runs on the host against kind's API server, as it does 
 agents do not run (the kubelets are real). Bring-up is ordered steps (``steps()``: fleet, plan, tools, config,
 ``kind create cluster``, fleet nodes, wait, GPU stack); a failed bring-up deletes the half-built cluster unless
 ``retain`` is set. This module runs the kind CLI and talks to the API; it never calls docker itself except to ask
-whether the daemon answers.
+whether the daemon answers and, when a deletion fails, which containers are this cluster's nodes.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster import binaries, errors, fleet as fleet_mod, gobuild, ops, progress as progress_mod, versions
-from cluster.backends import kindconfig, kindtool, steps as steps_mod
+from cluster.backends import kindconfig, kindthaw, kindtool, steps as steps_mod
 from cluster.backends.base import ClusterStatus, ComponentStatus, StateDir
 from cluster.kube import kubeconfig
 from cluster.kube.client import Client
@@ -300,17 +300,38 @@ class KindBackend(StateDir):
         """Delete the kind cluster (kind cannot stop one and keep its objects); ``purge`` also forgets its state."""
         self.sup.stop_all([steps_mod.GPU_STACK])
         if self._state().get("created"):
-            kind = self.preflight()
-            self._kind(kind, ["delete", "cluster", "--name", self.cluster_name, "--kubeconfig", str(self.kubeconfig())],
-                       "kind-delete")
+            self._delete(self.preflight())
             self._save({**self._state(), "created": False, "nodes": {}})
         if purge:
             self.purge_state()
 
+    def _delete(self, kind: Path) -> None:
+        """``kind delete cluster``; once more after thawing the nodes' frozen cgroups when Docker could not kill a
+        node (see ``kindthaw``)."""
+        args = ["delete", "cluster", "--name", self.cluster_name, "--kubeconfig", str(self.kubeconfig())]
+        try:
+            self._kind(kind, args, "kind-delete")
+        except errors.CommandFailed as exc:
+            thawed = kindthaw.thaw(self._node_container_ids())
+            if not thawed:
+                raise
+            log.warning("Docker could not kill a node of %s (%s frozen cgroup(s) inside it, thawed); deleting again",
+                        self.cluster_name, thawed)
+            self._kind(kind, args, "kind-delete-again")
+
+    def _node_container_ids(self) -> list[str]:
+        """The full IDs of this cluster's node containers (kind labels each with its cluster's name)."""
+        docker = shutil.which("docker")
+        if docker is None:
+            return []
+        proc = subprocess.run([docker, "ps", "-a", "-q", "--no-trunc", "--filter",
+                               f"label=io.x-k8s.kind.cluster={self.cluster_name}"],
+                              capture_output=True, text=True, timeout=60, check=False)
+        return proc.stdout.split() if proc.returncode == 0 else []
+
     def _delete_quietly(self, kind: Path) -> None:
         try:
-            self._kind(kind, ["delete", "cluster", "--name", self.cluster_name, "--kubeconfig", str(self.kubeconfig())],
-                       "kind-delete")
+            self._delete(kind)
         except errors.CourseError as exc:
             log.error("could not delete the half-built kind cluster: %s", exc)
         if self.exists():
