@@ -216,8 +216,9 @@ def extra_tools() -> tuple[str, ...]:
 
 
 # The JSON protocol revision of an extra tool, part of its installed name: a helper that learnt something new
-# (celcheck 2 evaluates selectors against devices, 3 returns the parsed syntax tree) is built again instead of an older one being reused.
-EXTRA_REVISIONS: dict[str, int] = {"celcheck": 3}
+# (celcheck 2 evaluates selectors against devices, 3 returns the parsed syntax tree) is built again instead of an older one being reused;
+# kube-control-plane 1 is the first revision of the one-process control plane.
+EXTRA_REVISIONS: dict[str, int] = {"celcheck": 3, "kube-control-plane": 1}
 
 
 def extra_binary_name(name: str) -> str:
@@ -275,6 +276,7 @@ def build_extra(cache: Path, name: str, prog: progress_mod.Progress) -> Path:
         prog.start(f"building {name}")
         _run([go, "mod", "tidy"], work, env)
         (work / "bin").mkdir(exist_ok=True)
-        _run([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", f"bin/{name}", f"./cmd/{name}"], work, env)
+        # The version flags too: kube-control-plane's API server reports the pinned version on /version.
+        _run([go, "build", "-trimpath", "-ldflags", version_ldflags(), "-o", f"bin/{name}", f"./cmd/{name}"], work, env)
         prog.finish()
     return work / "bin" / name

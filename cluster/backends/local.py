@@ -2,6 +2,8 @@
 
 etcd, kube-apiserver, kube-controller-manager and kube-scheduler run from the pinned binaries with a generated
 PKI, RBAC and the default admission plugins (ResourceQuota included); the node and pod agents play the kubelets.
+The API server, controller manager and scheduler share one process (``kube-control-plane``, built from the same
+upstream modules) when that binary is built, as it is wherever Go is; else each runs from its own binary.
 Bring-up is an ordered list of small steps; every step is idempotent, so ``up`` on a running cluster is a no-op
 and ``up`` after a crash restarts only what died, with etcd's data (every object) intact.
 """
@@ -19,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 
-from cluster import (binaries, errors, fleet as fleet_mod, ops, pki as pki_mod, progress as progress_mod, safefs, seed,
-                     settings, versions)
+from cluster import (binaries, errors, fleet as fleet_mod, gobuild, ops, pki as pki_mod, progress as progress_mod,
+                     safefs, seed, settings, versions)
 from cluster.backends import steps as steps_mod
 from cluster.backends.base import ClusterStatus, ComponentStatus, StateDir
 from cluster.kube import http as kube_http, kubeconfig
@@ -30,10 +32,18 @@ from cluster.supervisor import ProcessSpec, Supervisor, free_port
 log = logging.getLogger(__name__)
 
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+# One process for the API server, controller manager and scheduler (cluster/gosrc/kube-control-plane): each is
+# upstream's own command with its own flags, and one Go runtime and one copy of the code they share instead of
+# three cut an idle lab cluster's RSS by about a third (issue 17; docs/local-backend.md). Without Go (binaries
+# downloaded, not built) the three run from their own binaries as separate processes.
+COMBINED = "kube-control-plane"
+HOSTED = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+# Every process name the supervisor may know for a local cluster's control plane, in either layout.
+CONTROL_PLANE_PROCESSES = (*CONTROL_PLANE, COMBINED)
 AGENTS = ("sim-agents",)
 # The agents' separate processes of older gpulab versions: stopped by `up` and `down` of a cluster they still run in.
 OLD_AGENTS = ("node-agent", "pod-agent", "gpu-stack")
-STARTED_FIRST = ("etcd", "kube-apiserver", "sim-agents")
+STARTED_FIRST = ("etcd", "kube-apiserver", COMBINED, "sim-agents")
 # The controller manager's controllers that labs need: all on-by-default ones but those of volumes, services'
 # endpoints, autoscaling, certificate signing requests and storage versions, which no lab uses and some of which
 # poll while idle (the attach-detach reconciler every 100 ms, the autoscaler every 15 s). Names:
@@ -62,6 +72,8 @@ GO_ENV = (("GOGC", "50"), ("GOMAXPROCS", "1"))
 # ~1.7 m lower but the cluster's start ~0.8 s slower (3.43 -> 4.25 s median of four starts, quiet machine), since
 # its start-up work is the critical path and runs on both cores.
 APISERVER_GO_ENV = (("GOGC", "25"),)
+# kube-control-plane: the API server's setting (its start-up is the critical path, its heap the largest part).
+COMBINED_GO_ENV = APISERVER_GO_ENV
 # Built-in API versions that no lab, notebook, grader or the simulated GPU stack uses, and whose controllers are
 # off (KCM_CONTROLLERS): HorizontalPodAutoscaler and CertificateSigningRequest. Each served version costs the API
 # server its REST storage, OpenAPI models and discovery entries (measured, issue 17: ~6 MiB of the
@@ -132,7 +144,7 @@ class LocalBackend(StateDir):
                  "controller-manager": "kube-controller-manager", "scheduler": "kube-scheduler"}
         ports: dict[str, int] = {}
         for key, component in owner.items():
-            if old.get(key) and self.sup.pid(component):
+            if old.get(key) and self.component_pid(component):
                 ports[key] = old[key]
             else:
                 port = free_port(old.get(key))
@@ -260,6 +272,7 @@ class LocalBackend(StateDir):
 
     def _wait_http(self, name: str, url: str, timeout: float, client_cert: tuple[str, str] | None = None,
                    ca: str | None = None) -> None:
+        """Wait for ``url`` to answer ok while process ``name`` runs; its log's end when it exits first."""
         deadline = time.monotonic() + timeout
         last = ""
         with kube_http.probe(ca=ca, client_cert=client_cert) as http:
@@ -286,14 +299,15 @@ class LocalBackend(StateDir):
         raise errors.ClusterError(f"{name} did not become healthy within {timeout:.0f} s ({last})",
                                   hint=f"see {self.sup.log_dir / (name + '.log')}")
 
-    def _wait_api_ready(self, ports: dict[str, int], pki: pki_mod.Pki, prog: progress_mod.Progress) -> None:
+    def _wait_api_ready(self, ports: dict[str, int], pki: pki_mod.Pki, prog: progress_mod.Progress,
+                        process: str = "kube-apiserver") -> None:
         """etcd healthy (with the API server's etcd client certificate), then the API server's /readyz (as the
         admin, over TLS)."""
         etcd_client = (str(pki.cert("apiserver-etcd-client")), str(pki.key("apiserver-etcd-client")))
         self._wait_http("etcd", f"https://127.0.0.1:{ports['etcd']}/health", 30, etcd_client, str(pki.etcd_ca_cert))
         prog.advance(detail="etcd")
         admin = (str(pki.client_cert("admin")), str(pki.client_key("admin")))
-        self._wait_http("kube-apiserver", f"https://127.0.0.1:{ports['apiserver']}/readyz", 90, admin,
+        self._wait_http(process, f"https://127.0.0.1:{ports['apiserver']}/readyz", 90, admin,
                         str(pki.ca_cert))
 
     def steps(self) -> list[steps_mod.Step]:
@@ -303,6 +317,24 @@ class LocalBackend(StateDir):
         # The GPU stack needs no step of its own here: local runs it inside the sim-agents process (one Python
         # process for node agent, pod agent and GPU stack saves about 95 MiB per learner); kind runs the same
         # ``cluster.sim.gpu.stack`` as a host process through ``steps.GpuStackStep``.
+
+    def _processes(self, bins: binaries.Binaries, specs: dict[str, ProcessSpec]) -> dict[str, ProcessSpec]:
+        """What runs: the components' specs, with the API server, controller manager and scheduler as one
+        ``kube-control-plane`` process when that binary is built (each keeps its own flags; the process starts the
+        other two once the API server is ready, reading /readyz with the controller manager's kubeconfig)."""
+        combined = bins.path(gobuild.extra_binary_name(COMBINED))
+        if not combined.is_file():
+            return specs
+        argv = [str(combined), f"--ready-kubeconfig={self._kc('controller-manager')}"]
+        for name in HOSTED:
+            argv += [f"--component={name}", *specs[name].argv[1:]]
+        out = {name: spec for name, spec in specs.items() if name not in HOSTED}
+        out[COMBINED] = ProcessSpec(COMBINED, tuple(argv), COMBINED_GO_ENV)
+        return out
+
+    def component_pid(self, component: str) -> int | None:
+        """The pid of the process a component runs in (its own, or kube-control-plane's), or None."""
+        return self.sup.pid(component) or (self.sup.pid(COMBINED) if component in HOSTED else None)
 
     def _device_checkpoint(self) -> Path:
         return self.dir / "kubelet" / "device-checkpoint.json"
@@ -340,7 +372,7 @@ class LocalBackend(StateDir):
         return rows
 
     def _all_components(self) -> list[str]:
-        return list(OLD_AGENTS) + list(reversed(AGENTS)) + list(reversed(CONTROL_PLANE))
+        return list(OLD_AGENTS) + list(reversed(AGENTS)) + list(reversed(CONTROL_PLANE_PROCESSES))
 
     def _step_restart_for_renewed(self, pki: pki_mod.Pki) -> None:
         """Running components read their certificates at start: after a renewal they are restarted (once every
@@ -456,9 +488,10 @@ class LocalBackend(StateDir):
     def components(self) -> list[ComponentStatus]:
         out = []
         for name in (*CONTROL_PLANE, *AGENTS):
-            st = self.sup.state(name)
-            out.append(ComponentStatus(name, st.running, st.pid, None if not st.running else True,
-                                       "" if st.running else "not running"))
+            pid = self.component_pid(name)
+            detail = ("" if pid is None else f"in {COMBINED}") if self.sup.pid(name) is None else ""
+            out.append(ComponentStatus(name, pid is not None, pid, None if pid is None else True,
+                                       "not running" if pid is None else detail))
         return out
 
     def status(self) -> ClusterStatus:
@@ -523,6 +556,7 @@ class LocalBackend(StateDir):
 # only etcd, the API server and the sim-agents process (whose node agent must register the nodes the moment the API
 # server is ready; it loads the pod agent and GPU stack after that) start at once; the controller manager when the
 # API server is ready (it would otherwise poll for it only once a second); the scheduler once the nodes are Ready.
+# kube-control-plane starts its controller manager and scheduler itself, as soon as its API server is ready.
 
 
 class _Binaries:
@@ -574,7 +608,7 @@ class _Kubeconfigs(_LocalStep):
         ctx.state.update(backend="local", ports=ctx.ports, fleet=ctx.state.get("fleet") or fl.name,
                          kubernetes=versions.KUBERNETES_VERSION)
         self.be._save(ctx.state)
-        ctx.specs = self.be._specs(bins, pki, ctx.ports, fl.node_count)
+        ctx.specs = self.be._processes(bins, self.be._specs(bins, pki, ctx.ports, fl.node_count))
 
 
 class _Seed(_LocalStep):
@@ -595,17 +629,22 @@ class _ControlPlane(_LocalStep):
     def run(self, ctx: steps_mod.Context) -> None:
         _, pki = self._need(ctx)
         ctx.prog.start("starting the control plane", len(ctx.specs))
-        for old in OLD_AGENTS:  # a cluster started before the agents became one process
+        # A cluster started before the agents became one process, or with the other control-plane layout (the
+        # binaries were built or removed since): its old processes make way.
+        replaced = HOSTED if COMBINED in ctx.specs else (COMBINED,)
+        for old in (*OLD_AGENTS, *replaced):
             self.be.sup.stop(old)
         for name in STARTED_FIRST:
-            self.be.sup.start(ctx.specs[name])
-        self.be._wait_api_ready(ctx.ports, pki, ctx.prog)
+            if name in ctx.specs:
+                self.be.sup.start(ctx.specs[name])
+        self.be._wait_api_ready(ctx.ports, pki, ctx.prog, COMBINED if COMBINED in ctx.specs else "kube-apiserver")
         with Client.from_kubeconfig(self.be.kubeconfig()) as client:
             self.be._step_identity_bindings(client, pki, ctx.server)
             if ctx.seeded:
                 seed.prune_client_ca(client, pki.ca_cert.read_text())
             ctx.prog.advance(detail="kube-apiserver")
-            self.be.sup.start(ctx.specs["kube-controller-manager"])
+            if "kube-controller-manager" in ctx.specs:  # else it starts inside kube-control-plane by itself
+                self.be.sup.start(ctx.specs["kube-controller-manager"])
             ctx.prog.advance(detail="kube-controller-manager")
             ops.ensure_tenant_rbac(client)
 

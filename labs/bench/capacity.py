@@ -20,7 +20,7 @@ import psutil
 import yaml
 
 from cluster import fleet as fleet_mod
-from cluster.backends.local import AGENTS, CONTROL_PLANE
+from cluster.backends.local import AGENTS, CONTROL_PLANE_PROCESSES
 from labs.bench import cluster_bench
 from labs.bench.figures import Figure
 
@@ -232,7 +232,7 @@ def section(root: Path, repeat: int, settle: float, window: float) -> list[Figur
     runs = []
     for i in range(repeat):
         with cluster_bench.running(root, fl, f"bench-idle-{i}") as bc:
-            pids = {name: pid for name in (*CONTROL_PLANE, *AGENTS) if (pid := bc.backend.sup.pid(name))}
+            pids = {name: pid for name in (*CONTROL_PLANE_PROCESSES, *AGENTS) if (pid := bc.backend.sup.pid(name))}
             time.sleep(settle)
             runs.append(measure_idle(pids, window))
     return figures(runs)

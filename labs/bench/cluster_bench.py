@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 
 from cluster import fleet as fleet_mod, settings
-from cluster.backends.local import AGENTS, CONTROL_PLANE, LocalBackend
+from cluster.backends.local import AGENTS, CONTROL_PLANE_PROCESSES, LocalBackend
 from labs.bench.figures import Figure
 
 log = logging.getLogger(__name__)
@@ -131,7 +131,7 @@ def running(root: Path, fl: fleet_mod.Fleet, name: str) -> Iterator[BenchCluster
 
 def memory_figures(bc: BenchCluster, label: str) -> list[Figure]:
     """Peak RSS of the control plane and of our agents (sum of per-process peaks), plus the agents' CPU time."""
-    _, cp_peak = memory_mib(bc.backend, CONTROL_PLANE)
+    _, cp_peak = memory_mib(bc.backend, CONTROL_PLANE_PROCESSES)
     _, agent_peak = memory_mib(bc.backend, bc.agent_names())
     note = "sum of each process's peak resident set (VmHWM) since it started"
     return [

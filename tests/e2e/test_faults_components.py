@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import labs
-from cluster.backends.local import AGENTS, CONTROL_PLANE
+from cluster.backends.local import AGENTS, COMBINED, HOSTED
 from cluster.kube.client import Client
 from cluster.testing import LocalCluster, wait_for
 from gpu_e2e import create_pod, delete, ext, gpu_operator, gpu_pod, visible_devices, wait_phase
@@ -73,21 +73,24 @@ def lab_in_progress(local_cluster: LocalCluster, gpu_operator: Client,
         lab.reset()
 
 
-def _kill(local_cluster: LocalCluster, component: str) -> None:
+def _kill(local_cluster: LocalCluster, process: str) -> None:
     sup = local_cluster.backend.sup
-    pid = sup.pid(component)
-    assert pid, f"{component} is not running before the test"
+    pid = sup.pid(process)
+    assert pid, f"{process} is not running before the test"
     os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: sup.pid(component) is None, timeout=10, what=f"{component} gone")
+    wait_for(lambda: sup.pid(process) is None, timeout=10, what=f"{process} gone")
 
 
-@pytest.mark.parametrize("component", [*AGENTS, *CONTROL_PLANE])
+# Each process of a local cluster: the API server, controller manager and scheduler are one (kube-control-plane).
+@pytest.mark.parametrize("process", [*AGENTS, "etcd", COMBINED])
 def test_killed_component_mid_lab_loses_nothing_and_up_recovers(local_cluster: LocalCluster,
-                                                                lab_in_progress: InProgress, component: str) -> None:
-    _kill(local_cluster, component)
+                                                                lab_in_progress: InProgress, process: str) -> None:
+    _kill(local_cluster, process)
     status = local_cluster.gpulab("status", "--json", check=False)
     assert status.returncode == 2
-    assert f"{component} is not running" in json.loads(status.stdout)["problems"]
+    problems = json.loads(status.stdout)["problems"]
+    for component in HOSTED if process == COMBINED else (process,):
+        assert f"{component} is not running" in problems
 
     local_cluster.gpulab("up")
     assert json.loads(local_cluster.gpulab("status", "--json").stdout)["healthy"] is True
@@ -97,7 +100,7 @@ def test_killed_component_mid_lab_loses_nothing_and_up_recovers(local_cluster: L
                                           f"gained {sorted(now - lab_in_progress.passed)}"
     with local_cluster.client() as c:
         assert _placements(c) == lab_in_progress.placed
-        name = f"after-{component}"
+        name = f"after-{process}"
         create_pod(c, "default", gpu_pod(name, {"nvidia.com/gpu.shared": "1"}, node=NEW_WORK_NODE))
         try:
             after = wait_phase(c, "default", name, "Running", timeout=60)

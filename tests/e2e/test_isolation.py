@@ -238,7 +238,11 @@ def test_every_listening_socket_is_on_loopback(local_cluster: LocalCluster, gpu_
     assert url.startswith("http://127.0.0.1:"), url
     procs = _project_processes(local_cluster)
     names_seen = {p.name() for p in procs}
-    assert {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} <= names_seen, names_seen
+    # etcd and the API server, controller manager and scheduler: one kube-control-plane process where it is built
+    # (cluster/backends/local.py), else three.
+    assert "etcd" in names_seen, names_seen
+    assert (any(n.startswith("kube-control-pl") for n in names_seen)
+            or {"kube-apiserver", "kube-controller-manager", "kube-scheduler"} <= names_seen), names_seen
     listening: list[tuple[str, str, int]] = []
     for proc in procs:
         for conn in proc.net_connections(kind="inet"):

@@ -8,12 +8,14 @@ import os
 import re
 import signal
 import socket
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from cluster import binaries, errors, fleet as fleet_mod, pki as pki_mod, seed
+from cluster import binaries, errors, fleet as fleet_mod, gobuild, pki as pki_mod, seed
+from cluster.backends import local as local_backend
 from cluster.backends.local import LocalBackend
 from cluster.kube import restmapper
 from cluster.kube.client import Client
@@ -115,10 +117,10 @@ def test_killed_apiserver_is_reported_and_restored_with_objects(local_cluster: L
         c.create(f"/api/v1/namespaces/{namespace}/configmaps",
                  {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "keep-me"}, "data": {"a": "1"}})
     be = local_cluster.backend
-    pid = be.sup.pid("kube-apiserver")
+    pid = be.component_pid("kube-apiserver")  # its own process, or kube-control-plane's
     assert pid
     os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: be.sup.pid("kube-apiserver") is None, what="apiserver gone")
+    wait_for(lambda: be.component_pid("kube-apiserver") is None, what="apiserver gone")
     out = local_cluster.gpulab("status", check=False)
     assert out.returncode != 0
     assert "kube-apiserver is not running" in out.stdout
@@ -247,3 +249,18 @@ def test_doctor_reports_the_seed_and_a_healthy_cluster(local_cluster: LocalClust
     seed_row = rows["etcd bootstrap seed (faster fresh starts)"]
     assert "absent" not in seed_row and "seeds" in seed_row
     assert "healthy" in rows["local cluster"]
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--component=kube-scheduler"], "the first component must be --component=kube-apiserver"),
+    (["--component=kube-apiserver", "--component=kube-proxy"], 'unknown component "kube-proxy"'),
+    (["--component=kube-apiserver", "--component=kube-apiserver"], 'component "kube-apiserver" given twice'),
+    (["--component=kube-apiserver", "--component=kube-scheduler"], "--ready-kubeconfig is needed"),
+    (["--v=2", "--component=kube-apiserver"], 'unexpected argument "--v=2" before the first --component='),
+])
+def test_kube_control_plane_refuses_bad_usage_in_one_line(argv: list[str], says: str) -> None:
+    binary = binaries.ensure(LogProgress()).path(gobuild.extra_binary_name(local_backend.COMBINED))
+    proc = subprocess.run([str(binary), *argv], capture_output=True, text=True, timeout=30, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("kube-control-plane: ")
+    assert says in proc.stderr and proc.stderr.count("\n") == 1
