@@ -217,8 +217,8 @@ def extra_tools() -> tuple[str, ...]:
 
 # The JSON protocol revision of an extra tool, part of its installed name: a helper that learnt something new
 # (celcheck 2 evaluates selectors against devices, 3 returns the parsed syntax tree) is built again instead of an older one being reused;
-# kube-control-plane 1 is the first revision of the one-process control plane.
-EXTRA_REVISIONS: dict[str, int] = {"celcheck": 3, "kube-control-plane": 1}
+# kube-control-plane 1 is the first revision of the one-process control plane, 2 adapts GOMAXPROCS to its load.
+EXTRA_REVISIONS: dict[str, int] = {"celcheck": 3, "kube-control-plane": 2}
 
 
 def extra_binary_name(name: str) -> str:

@@ -72,7 +72,8 @@ GO_ENV = (("GOGC", "50"), ("GOMAXPROCS", "1"))
 # ~1.7 m lower but the cluster's start ~0.8 s slower (3.43 -> 4.25 s median of four starts, quiet machine), since
 # its start-up work is the critical path and runs on both cores.
 APISERVER_GO_ENV = (("GOGC", "25"),)
-# kube-control-plane: the API server's setting (its start-up is the critical path, its heap the largest part).
+# kube-control-plane: the API server's setting (its start-up is the critical path, its heap the largest part); it
+# sets GOMAXPROCS itself, one processor while idle and every core while busy (cluster/gosrc/kube-control-plane).
 COMBINED_GO_ENV = APISERVER_GO_ENV
 # Built-in API versions that no lab, notebook, grader or the simulated GPU stack uses, and whose controllers are
 # off (KCM_CONTROLLERS): HorizontalPodAutoscaler and CertificateSigningRequest. Each served version costs the API
@@ -369,6 +370,10 @@ class LocalBackend(StateDir):
             seed_dir = self.seed_location(found)
             rows.append(("etcd bootstrap seed (faster fresh starts)", str(seed_dir) if seed_dir.exists() else "absent",
                          "" if seed_dir.exists() else "gpulab binaries ensure (or the next `gpulab up` makes it)"))
+            combined = found.path(gobuild.extra_binary_name(COMBINED))
+            rows.append((f"{COMBINED} (API server, controller manager and scheduler in one process; less memory)",
+                         str(combined) if combined.is_file() else "absent: three separate processes",
+                         "" if combined.is_file() else "install Go >= 1.26, then gpulab binaries ensure"))
         return rows
 
     def _all_components(self) -> list[str]:

@@ -139,11 +139,11 @@ def test_learner_pod_passes_restricted_and_privileged_variants_do_not(
     assert learner["image"] == f"{ours['singleuser']['image']['name']}:{ours['singleuser']['image']['tag']}"
     resources = learner["resources"]
     assert set(resources["requests"]) == {"cpu", "memory"} and set(resources["limits"]) == {"cpu", "memory"}
-    # KubeSpawner reads the chart's "832M" as 832 MiB (its ByteSpecification uses powers of 1024).
+    # KubeSpawner reads the chart's "640M" as 640 MiB (its ByteSpecification uses powers of 1024).
     assert {k: quantity.parse(v).value for k, v in resources["requests"].items()} == {"cpu": Fraction(1, 10),
-                                                                                   "memory": 832 * 1024**2}, resources
+                                                                                   "memory": 640 * 1024**2}, resources
     assert {k: quantity.parse(v).value for k, v in resources["limits"].items()} == {"cpu": 2,
-                                                                                 "memory": 1664 * 1024**2}, resources
+                                                                                 "memory": 1280 * 1024**2}, resources
     mounts = {m["mountPath"]: m["name"] for m in learner["volumeMounts"]}
     claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in spec["volumes"]
               if "persistentVolumeClaim" in v}

@@ -248,6 +248,8 @@ def test_doctor_reports_the_seed_and_a_healthy_cluster(local_cluster: LocalClust
             if line.count("│") >= 3}
     seed_row = rows["etcd bootstrap seed (faster fresh starts)"]
     assert "absent" not in seed_row and "seeds" in seed_row
+    combined_row = next(line for key, line in rows.items() if key.startswith("kube-control-plane"))
+    assert "absent" not in combined_row and "kube-control-plane-" in combined_row
     assert "healthy" in rows["local cluster"]
 
 

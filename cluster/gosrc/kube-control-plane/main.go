@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -143,6 +144,61 @@ func waitReady(ctx context.Context, kubeconfig string, failed <-chan struct{}) e
 	}
 }
 
+// cpuTime is the CPU time this process has used so far (user and system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Idle and busy, in CPU time used per second of wall time.
+const (
+	busyAbove = 500 * time.Millisecond
+	idleBelow = 200 * time.Millisecond
+	idleFor   = 5 // seconds below idleBelow before the process goes down to one processor
+)
+
+// adaptProcs runs Go code on one processor while the process is idle and on every core while it is busy.
+// With more than one processor, each timer or watch event that wakes an idle Go program also wakes a second
+// thread to look for work (the runtime's spinning threads): for an idle lab cluster that was about a quarter of
+// its CPU (docs/local-backend.md). Start-up, a lab's burst of pods and a 1,000-node fleet get every core, as
+// the API server always had. A GOMAXPROCS set in the environment is left alone.
+func adaptProcs(ctx context.Context) {
+	busy := runtime.GOMAXPROCS(0)
+	if busy <= 1 || os.Getenv("GOMAXPROCS") != "" {
+		return
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last, quiet := cpuTime(), 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := cpuTime()
+		used := now - last
+		last = now
+		switch {
+		case used > busyAbove:
+			quiet = 0
+			if runtime.GOMAXPROCS(0) != busy {
+				runtime.GOMAXPROCS(busy)
+			}
+		case used < idleBelow:
+			quiet++
+			if quiet >= idleFor && runtime.GOMAXPROCS(0) != 1 {
+				runtime.GOMAXPROCS(1)
+			}
+		default:
+			quiet = 0
+		}
+	}
+}
+
 func main() {
 	readyKubeconfig, sections, err := parse(os.Args[1:])
 	if err != nil {
@@ -172,6 +228,7 @@ func main() {
 		go func() { results <- result{s.name, cmd.ExecuteContext(ctx)} }()
 	}
 	start(sections[0])
+	go adaptProcs(ctx)
 	if len(sections) > 1 {
 		go func() {
 			// The watcher below closes failed when the API server's command returns before /readyz said ok.
