@@ -493,10 +493,9 @@ class LocalBackend(StateDir):
     def components(self) -> list[ComponentStatus]:
         out = []
         for name in (*CONTROL_PLANE, *AGENTS):
-            pid = self.component_pid(name)
-            detail = ("" if pid is None else f"in {COMBINED}") if self.sup.pid(name) is None else ""
-            out.append(ComponentStatus(name, pid is not None, pid, None if pid is None else True,
-                                       "not running" if pid is None else detail))
+            own, pid = self.sup.pid(name), self.component_pid(name)
+            detail = "not running" if pid is None else "" if own else f"in {COMBINED}"
+            out.append(ComponentStatus(name, pid is not None, pid, None if pid is None else True, detail))
         return out
 
     def status(self) -> ClusterStatus:
