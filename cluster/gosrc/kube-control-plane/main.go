@@ -162,8 +162,8 @@ const (
 
 // adaptProcs runs Go code on one processor while the process is idle and on every core while it is busy.
 // With more than one processor, each timer or watch event that wakes an idle Go program also wakes a second
-// thread to look for work (the runtime's spinning threads): for an idle lab cluster that was about a quarter of
-// its CPU (docs/local-backend.md). Start-up, a lab's burst of pods and a 1,000-node fleet get every core, as
+// thread to look for work (the runtime's spinning threads): for an idle lab cluster that was ~3 of its ~25
+// millicores (docs/bench.md). Start-up, a lab's burst of pods and a 1,000-node fleet get every core, as
 // the API server always had. A GOMAXPROCS set in the environment is left alone.
 func adaptProcs(ctx context.Context) {
 	busy := runtime.GOMAXPROCS(0)
@@ -231,7 +231,7 @@ func main() {
 	go adaptProcs(ctx)
 	if len(sections) > 1 {
 		go func() {
-			// The watcher below closes failed when the API server's command returns before /readyz said ok.
+			// main closes failed once a component has ended: the API server failed before /readyz said ok.
 			if err := waitReady(ctx, readyKubeconfig, failed); err != nil {
 				return
 			}
