@@ -341,7 +341,12 @@ def _claim_mismatch(view: ClusterView, alloc: Allocation, node: str | None, pool
 def quota_usage(view: ClusterView, namespace: str, quota: str, resource: str = "requests.nvidia.com/gpu", *,
                 used: int | str | None = None, hard: int | str | None = None, wait: float = 0.0,
                 id: str | None = None, points: float = 1.0) -> findings.Check:
-    """ResourceQuota ``quota`` tracks ``resource``; its ``status.used`` and ``spec.hard`` equal the given values."""
+    """ResourceQuota ``quota`` tracks ``resource``; its ``status.used`` and ``spec.hard`` equal the given values.
+
+    A hard limit counts once it is in force: the controller manager's quota controller copies ``spec.hard`` into
+    ``status.hard``, and the API server's ResourceQuota admission enforces ``status.hard``
+    (k8s.io/apiserver pkg/admission/plugin/resourcequota/controller.go), so until then the old limit still
+    refuses pods."""
 
     def probe() -> Outcome:
         obj = next((q for q in view.resource_quotas(namespace) if view_mod.name_of(q) == quota), None)
@@ -361,6 +366,10 @@ def quota_usage(view: ClusterView, namespace: str, quota: str, resource: str = "
             wrong.append(f"hard limit {hard}")
         fields = dict(namespace=namespace, quota=quota, resource=resource, used=quantity.display(found_used),
                       hard=quantity.display(found_hard))
+        in_force = dig(obj, "status", "hard", resource)
+        if not wrong and hard is not None and (in_force is None or _qty(in_force) != _qty(found_hard)):
+            return _out(False, "quota/not-in-force", enforced=quantity.display(in_force) if in_force else "none",
+                        **fields)
         return _out(not wrong, "quota/wrong" if wrong else "quota/ok", expect=" and ".join(wrong), **fields)
 
     return to_check(settle(view, wait, f"ResourceQuota {namespace}/{quota} {resource}", probe),

@@ -127,6 +127,12 @@ CATALOG: Mapping[str, Msg] = MappingProxyType({
     "quota/ok": Msg(I, _S,
         "ResourceQuota `{namespace}/{quota}`: `{resource}` used {used} of {hard}.",
         "Nothing to do."),
+    "quota/not-in-force": Msg(E, _S,
+        "ResourceQuota `{namespace}/{quota}`: `{resource}` hard limit {hard} is written but not yet in force (the "
+        "limit enforced is still {enforced}).",
+        "The controller manager's quota controller copies `spec.hard` into `status.hard` within moments; until "
+        "then the API server refuses pods against the old limit. Look again with `kubectl describe quota {quota} "
+        "-n {namespace}`."),
     "quota/wrong": Msg(E, _S,
         "ResourceQuota `{namespace}/{quota}`: `{resource}` used {used} of {hard}; expected {expect}.",
         "Usage counts the requests of pods that are not finished; check `kubectl describe quota {quota} -n "

@@ -115,6 +115,19 @@ def test_quota_usage_and_the_never_enforced_spelling() -> None:
     assert "no ResourceQuota" in live.quota_usage(view, "lab", "missing").message
 
 
+def test_a_raised_quota_counts_once_the_quota_controller_enforces_it() -> None:
+    raised = {"metadata": {"name": "gpu", "namespace": "lab"}, "spec": {"hard": {"requests.nvidia.com/gpu": "2"}},
+              "status": {"hard": {"requests.nvidia.com/gpu": "1"}, "used": {"requests.nvidia.com/gpu": "1"}}}
+    pending = live.quota_usage(view_of(bundle_data(quotas=[raised])), "lab", "gpu", hard=2)
+    assert not pending.passed and "hard limit 2 is written but not yet in force" in pending.message
+    assert "still 1" in pending.message
+    fresh = {**raised, "status": {}}
+    assert "still none" in live.quota_usage(view_of(bundle_data(quotas=[fresh])), "lab", "gpu", hard=2).message
+    enforced = {**raised, "status": {"hard": {"requests.nvidia.com/gpu": "2"}, "used": {"requests.nvidia.com/gpu": "1"}}}
+    assert live.quota_usage(view_of(bundle_data(quotas=[enforced])), "lab", "gpu", used=1, hard=2).passed
+    assert live.quota_usage(view_of(bundle_data(quotas=[raised])), "lab", "gpu", used=1).passed  # no hard asked
+
+
 def test_namespace_outside_the_bundle_is_a_failed_check() -> None:
     view = view_of(bundle_data(pods=[make_pod("p")]))
     check = live.pod_phase(view, "other-team", "p", wait=5)
