@@ -215,9 +215,9 @@ def extra_tools() -> tuple[str, ...]:
                         if p.is_dir() and any(p.glob("*.go")) and p.name not in {*STANDALONE_TOOLS, *NODE_TOOLS}))
 
 
-# The JSON protocol revision of an extra tool, part of its installed name: a helper that learnt something new
-# (celcheck 2 evaluates selectors against devices, 3 returns the parsed syntax tree) is built again instead of an older one being reused;
-# kube-control-plane 1 is the first revision of the one-process control plane, 2 adapts GOMAXPROCS to its load.
+# The revision of an extra tool, part of its installed name: a helper that learnt something new is built again
+# instead of an older one being reused (celcheck 2 evaluates selectors against devices, 3 returns the parsed syntax
+# tree; kube-control-plane 1 is the one-process control plane, 2 adapts GOMAXPROCS to its load).
 EXTRA_REVISIONS: dict[str, int] = {"celcheck": 3, "kube-control-plane": 2}
 
 

@@ -45,7 +45,8 @@ def _settled_snapshot(lab: labs.Lab) -> dict[str, Any]:
         last[:] = [now]
         return now if same else None
 
-    settled: dict[str, Any] = wait_for(still, timeout=90, interval=5.0, what=f"lab {lab.id}'s start state to hold still")
+    settled: dict[str, Any] = wait_for(still, timeout=90, interval=5.0,
+                                       what=f"lab {lab.id}'s start state to hold still")
     return settled
 
 

@@ -30,8 +30,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	basecompatibility "k8s.io/component-base/compatibility"
 	"k8s.io/component-base/cli/globalflag"
+	basecompatibility "k8s.io/component-base/compatibility"
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register"
@@ -92,7 +92,8 @@ func parse(argv []string) (readyKubeconfig string, sections []section, err error
 		case strings.HasPrefix(a, "--component="):
 			name := strings.TrimPrefix(a, "--component=")
 			if !known[name] {
-				return "", nil, fmt.Errorf("unknown component %q (known: %s, %s, %s)", name, apiserver, controllerManager, scheduler)
+				return "", nil, fmt.Errorf("unknown component %q (known: %s, %s, %s)",
+					name, apiserver, controllerManager, scheduler)
 			}
 			for _, s := range sections {
 				if s.name == name {
