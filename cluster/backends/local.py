@@ -635,13 +635,14 @@ class _ControlPlane(_LocalStep):
         ctx.prog.start("starting the control plane", len(ctx.specs))
         # A cluster started before the agents became one process, or with the other control-plane layout (the
         # binaries were built or removed since): its old processes make way.
-        replaced = HOSTED if COMBINED in ctx.specs else (COMBINED,)
+        combined = COMBINED in ctx.specs
+        replaced = HOSTED if combined else (COMBINED,)
         for old in (*OLD_AGENTS, *replaced):
             self.be.sup.stop(old)
         for name in STARTED_FIRST:
             if name in ctx.specs:
                 self.be.sup.start(ctx.specs[name])
-        self.be._wait_api_ready(ctx.ports, pki, ctx.prog, COMBINED if COMBINED in ctx.specs else "kube-apiserver")
+        self.be._wait_api_ready(ctx.ports, pki, ctx.prog, COMBINED if combined else "kube-apiserver")
         with Client.from_kubeconfig(self.be.kubeconfig()) as client:
             self.be._step_identity_bindings(client, pki, ctx.server)
             if ctx.seeded:

@@ -222,12 +222,13 @@ def _scale(run: _Run) -> None:
     with cluster_bench.running(run.root, fl, "bench-scale") as bc:
         agents = bc.agent_names()
         rss, _ = cluster_bench.memory_mib(bc.backend, agents)
-        cp_rss, _ = cluster_bench.memory_mib(bc.backend, local_backend.CONTROL_PLANE_PROCESSES)
+        control_plane = local_backend.CONTROL_PLANE_PROCESSES
+        cp_rss, _ = cluster_bench.memory_mib(bc.backend, control_plane)
         out.append(Figure(up_name, round(bc.up_seconds, 1), "s", None if plan.quick else 60.0,
                           note=f"{fl.node_count - len(gpu_bench.gpu_nodes(fl))} CPU nodes and "
                                f"{len(gpu_bench.gpu_nodes(fl))} nodes with 4 GPUs; when Ready: agents "
                                f"{cluster_bench.cpu_seconds(bc.backend, agents):.1f} CPU-s and {rss:.0f} MiB RSS, "
-                               f"control plane {cluster_bench.cpu_seconds(bc.backend, local_backend.CONTROL_PLANE_PROCESSES):.1f}"
+                               f"control plane {cluster_bench.cpu_seconds(bc.backend, control_plane):.1f}"
                                f" CPU-s and {cp_rss:.0f} MiB RSS; {bc.phases}"))
         if not plan.quick:
             with Client.from_kubeconfig(bc.backend.kubeconfig(), timeout=120) as client:

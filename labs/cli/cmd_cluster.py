@@ -40,8 +40,8 @@ def print_status(st: ClusterStatus, console: Console) -> None:
     if st.components:
         comp = Table("component", "state", "pid", title="components", title_justify="left")
         for c in st.components:
-            comp.add_row(c.name, ("[green]running[/]" + (f" ({c.detail})" if c.detail else "")) if c.running
-                         else "[red]NOT RUNNING[/]", str(c.pid or "-"))
+            where = f" ({c.detail})" if c.detail else ""
+            comp.add_row(c.name, f"[green]running[/]{where}" if c.running else "[red]NOT RUNNING[/]", str(c.pid or "-"))
         console.print(comp)
     if st.nodes:
         table = Table("node", "ready", "cpu", "memory", "extended resources (capacity/allocatable)", "taints",

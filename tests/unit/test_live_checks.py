@@ -123,7 +123,8 @@ def test_a_raised_quota_counts_once_the_quota_controller_enforces_it() -> None:
     assert "still 1" in pending.message
     fresh = {**raised, "status": {}}
     assert "still none" in live.quota_usage(view_of(bundle_data(quotas=[fresh])), "lab", "gpu", hard=2).message
-    enforced = {**raised, "status": {"hard": {"requests.nvidia.com/gpu": "2"}, "used": {"requests.nvidia.com/gpu": "1"}}}
+    enforced = {**raised, "status": {"hard": {"requests.nvidia.com/gpu": "2"},
+                                     "used": {"requests.nvidia.com/gpu": "1"}}}
     assert live.quota_usage(view_of(bundle_data(quotas=[enforced])), "lab", "gpu", used=1, hard=2).passed
     assert live.quota_usage(view_of(bundle_data(quotas=[raised])), "lab", "gpu", used=1).passed  # no hard asked
 
