@@ -9,6 +9,7 @@ namespace deletion waits for the namespace controller, emptying takes one reques
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any
 
@@ -26,7 +27,10 @@ NAMESPACED: tuple[tuple[str, str], ...] = (
     ("resource.k8s.io/v1", "ResourceClaim"), ("resource.k8s.io/v1", "ResourceClaimTemplate"),
     ("v1", "ResourceQuota"), ("v1", "LimitRange"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Event"),
 )
+log = logging.getLogger(__name__)
 _KEEP_CONFIGMAPS = frozenset({"kube-root-ca.crt"})
+# How long a reset or stop waits for the MIG manager to apply the baseline layout (it takes a few seconds).
+MIG_WAIT_SECONDS = 60.0
 
 
 # The GPU stack's knobs a lab may turn on any GPU node, and the value each has when nothing turned it.
@@ -122,6 +126,7 @@ def _knobs(client: Client, scope: Scope) -> None:
 def _baseline(client: Client, *, mig: bool) -> None:
     """Faults, labels and policy back to the stack's defaults; the MIG layout only with ``mig`` (called once the
     lab's pods are gone), everything else first so the nodes recover while the lab's pods are removed."""
+    remade: dict[str, str] = {}
     for node in client.get("/api/v1/nodes").get("items", []):
         meta = node["metadata"]
         labels, notes = meta.get("labels") or {}, meta.get("annotations") or {}
@@ -133,8 +138,39 @@ def _baseline(client: Client, *, mig: bool) -> None:
             patch["annotations"] = {names.FAULTS: None}
         if patch:
             client.patch(f"/api/v1/nodes/{meta['name']}", {"metadata": patch})
+        if names.MIG_CONFIG in change:
+            remade[meta["name"]] = str(change[names.MIG_CONFIG])
     if gpustack.policy_state(client) is not None:
         _restore_policy(client, BASELINE_POLICY)
+    if remade:
+        _wait_mig_applied(client, remade)
+
+
+def _wait_mig_applied(client: Client, wanted: dict[str, str], timeout: float = MIG_WAIT_SECONDS) -> None:
+    """Wait (bounded) until the MIG manager has finished the layouts the baseline asked for: the node's
+    ``nvidia.com/mig.config.state`` says success with that config applied, or failed. Until then the device
+    plugin is paused and the node offers no GPUs, so the next lab would start (and take its start state) in the
+    middle of the change. A slow manager is not an error here: the lab's checks say what the node offers."""
+    deadline = time.monotonic() + timeout
+    todo = dict(wanted)
+    while todo:
+        for name, config in list(todo.items()):
+            try:
+                meta = client.get(f"/api/v1/nodes/{name}")["metadata"]
+            except errors.NotFound:
+                todo.pop(name)
+                continue
+            state = (meta.get("labels") or {}).get(names.MIG_CONFIG_STATE)
+            applied = (meta.get("annotations") or {}).get(names.MIG_APPLIED)
+            if state == "failed" or (state == "success" and applied == config):
+                todo.pop(name)
+        if not todo:
+            return
+        if time.monotonic() >= deadline:
+            log.warning("the MIG manager has not finished %s within %.0f s", ", ".join(
+                f"{n} ({c})" for n, c in sorted(todo.items())), timeout)
+            return
+        time.sleep(0.5)
 
 
 def _empty_namespace(client: Client, ns: str) -> None:
