@@ -34,9 +34,9 @@ def started(kind_backend: KindBackend, tmp_path: Path, request: pytest.FixtureRe
 
 
 def _settled_snapshot(lab: labs.Lab) -> dict[str, Any]:
-    """The lab's start state once it holds still for 5 s. On kind, what the previous lab's stop set going (the
-    MIG manager undoing a MIG layout, then the device plugin and the kubelet's next status update) can land a few
-    seconds after the next lab has started: 06b's snapshot once missed a100-1's `nvidia.com/gpu` that way."""
+    """The lab's start state once it holds still for 5 s. A stop waits for the MIG manager to undo a MIG layout
+    (labs.scope), but on kind the device plugin's return and the kubelet's next status update can still land a
+    moment after the next lab has started: 06b's snapshot once missed a100-1's `nvidia.com/gpu` that way."""
     last: list[dict[str, Any]] = []
 
     def still() -> dict[str, Any] | None:

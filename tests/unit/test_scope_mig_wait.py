@@ -5,6 +5,7 @@ lab does not start (and take its start state) while the device plugin is paused 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ class FakeNodes:
 
     def __init__(self, script: dict[str, list[tuple[str, str | None]]]) -> None:
         self.script = script
-        self.nodes = {
+        self.nodes: dict[str, dict[str, dict[str, Any]]] = {
             "a100-1": {"metadata": {"name": "a100-1", "labels": {names.MIG_CONFIG: "all-1g.10gb",
                                                                  names.MIG_CONFIG_STATE: "success"},
                                     "annotations": {names.MIG_APPLIED: "all-1g.10gb"}}},
@@ -52,7 +53,7 @@ class FakeNodes:
 
 
 def test_the_baseline_waits_until_the_layout_it_asked_for_is_applied(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scope.time, "sleep", lambda _: None)
+    monkeypatch.setattr(time, "sleep", lambda _: None)
     # still "success" for the old layout first (the manager has not seen the change), then pending, then done
     client = FakeNodes({"a100-1": [("success", "all-1g.10gb"), ("pending", "all-1g.10gb"),
                                    ("success", "all-disabled")]})
@@ -62,7 +63,7 @@ def test_the_baseline_waits_until_the_layout_it_asked_for_is_applied(monkeypatch
 
 
 def test_a_failed_layout_ends_the_wait(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scope.time, "sleep", lambda _: None)
+    monkeypatch.setattr(time, "sleep", lambda _: None)
     client = FakeNodes({"a100-1": [("pending", "all-1g.10gb"), ("failed", None)]})
     scope._baseline(client, mig=True)  # type: ignore[arg-type]
     assert client.reads == {"a100-1": 2}
@@ -71,8 +72,8 @@ def test_a_failed_layout_ends_the_wait(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_manager_that_never_finishes_is_waited_for_a_bounded_time(monkeypatch: pytest.MonkeyPatch,
                                                                     caplog: pytest.LogCaptureFixture) -> None:
     clock = iter(range(0, 10_000, 7))
-    monkeypatch.setattr(scope.time, "monotonic", lambda: float(next(clock)))
-    monkeypatch.setattr(scope.time, "sleep", lambda _: None)
+    monkeypatch.setattr(time, "monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr(time, "sleep", lambda _: None)
     client = FakeNodes({"a100-1": [("pending", "all-1g.10gb")] * 1000})
     with caplog.at_level(logging.WARNING, logger="labs.scope"):
         scope._wait_mig_applied(client, {"a100-1": "all-disabled"}, timeout=60)  # type: ignore[arg-type]
