@@ -466,6 +466,18 @@ def _fingerprint(client: Client, spec: LabSpec) -> str:
     return json.dumps([sorted(pods, key=str), nodes, events], sort_keys=True, default=str)
 
 
+def outcome_fingerprint(client: Client, spec: LabSpec) -> str:
+    """``_fingerprint`` and the GPU Operator's pods (an operand's pods still going or coming after the replay
+    changed the operator): what may still change a check's result after the last act."""
+    try:
+        operands = client.get(f"/api/v1/namespaces/{names.NAMESPACE}/pods").get("items", [])
+    except errors.NotFound:
+        operands = []
+    pods = sorted((str(dig(p, "metadata", "name")), dig(p, "spec", "nodeName"), dig(p, "status", "phase"),
+                   bool(dig(p, "metadata", "deletionTimestamp"))) for p in operands)
+    return _fingerprint(client, spec) + json.dumps(pods, default=str)
+
+
 def _settle(client: Client, spec: LabSpec, step: steps.Wait) -> None:
     """The lab's wait, for the learner's work: it ends when the rule passes; for a pod wait, also when the
     scheduler has decided about every pod of the lab (a pod it found no place for will not get one by waiting);
@@ -487,12 +499,12 @@ def _settle(client: Client, spec: LabSpec, step: steps.Wait) -> None:
         now = _fingerprint(client, spec)
         if now != last:
             last, quiet_since = now, time.monotonic()
-        elif time.monotonic() - quiet_since >= QUIET_S and not _mig_pending(client):
+        elif time.monotonic() - quiet_since >= QUIET_S and not mig_pending(client):
             return
         time.sleep(0.1)
 
 
-def _mig_pending(client: Client) -> bool:
+def mig_pending(client: Client) -> bool:
     """A MIG manager at work (state ``pending``) is quiet while it resets GPUs, yet its outcome is still coming."""
     return any(as_map(dig(n, "metadata", "labels")).get(names.MIG_CONFIG_STATE) == "pending"
                for n in client.get("/api/v1/nodes").get("items", []))
