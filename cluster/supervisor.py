@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -71,10 +72,12 @@ def start_time(pid: int) -> str | None:
 
 
 _PROGRAMS = frozenset({"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"})
+# The one-process control plane, by its built name (``kube-control-plane-<revision>``, cluster.gobuild).
+_COMBINED = re.compile(r"kube-control-plane(-[0-9]+)?")
 
 
 def _is_cluster_program(cmdline: Sequence[str]) -> bool:
-    if Path(cmdline[0]).name in _PROGRAMS:
+    if Path(cmdline[0]).name in _PROGRAMS or _COMBINED.fullmatch(Path(cmdline[0]).name):
         return True
     return len(cmdline) >= 3 and cmdline[1] == "-m" and cmdline[2].startswith("cluster.sim.")
 

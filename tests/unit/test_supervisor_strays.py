@@ -36,17 +36,21 @@ def test_untracked_cluster_program_in_the_state_dir_is_stopped_but_a_learners_pr
     tracked_pid = sup.start(ProcessSpec("kube-apiserver", (_program(tmp_path, "kube-apiserver"), "60")))
     stray = subprocess.Popen([_program(tmp_path, "kube-controller-manager"), "60"], cwd=state,
                              start_new_session=True)
+    combined = subprocess.Popen([_program(tmp_path, "kube-control-plane-2"), "60"], cwd=state,
+                                start_new_session=True)  # the one-process control plane, left without a pid file
+    not_ours = subprocess.Popen([_program(tmp_path, "kube-control-plane-tool"), "60"], cwd=state,
+                                start_new_session=True)
     shell_like = subprocess.Popen(["sleep", "60"], cwd=state, start_new_session=True)  # e.g. a learner's shell
     elsewhere = subprocess.Popen([_program(tmp_path, "kube-scheduler"), "60"], cwd=tmp_path, start_new_session=True)
     try:
         time.sleep(0.2)
-        assert [p.pid for p in sup.strays()] == [stray.pid]
+        assert sorted(p.pid for p in sup.strays()) == sorted([stray.pid, combined.pid])
         assert sup.stop_all(["kube-apiserver"]) == ["kube-apiserver"]
-        assert _gone(stray)
+        assert _gone(stray) and _gone(combined)
         assert not psutil.pid_exists(tracked_pid) or psutil.Process(tracked_pid).status() == psutil.STATUS_ZOMBIE
-        assert shell_like.poll() is None and elsewhere.poll() is None
+        assert shell_like.poll() is None and elsewhere.poll() is None and not_ours.poll() is None
     finally:
-        for p in (stray, shell_like, elsewhere):
+        for p in (stray, combined, not_ours, shell_like, elsewhere):
             p.kill()
             p.wait()
 
