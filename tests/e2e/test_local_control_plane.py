@@ -22,6 +22,7 @@ from cluster.kube.client import Client
 from cluster.progress import LogProgress
 from cluster.testing import LocalCluster, wait_for
 from gpu_e2e import gpu_operator
+from prerequisites import require
 
 __all__ = ["gpu_operator"]
 
@@ -226,6 +227,74 @@ def test_unusable_seed_falls_back_to_an_empty_etcd(tmp_path: Path, monkeypatch: 
             cm = c.get("/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication")
             assert cm["data"]["client-ca-file"].strip() == with_ca.read_text().strip()
             assert c.exists("/apis/rbac.authorization.k8s.io/v1/clusterroles/cluster-admin")
+    finally:
+        be.down(purge=True)
+
+
+def _placed_by_a_deployment(c: Client, name: str) -> str:
+    """A Deployment's pod bound to a node: the controller manager made it, the scheduler placed it."""
+    c.create("/apis/apps/v1/namespaces/default/deployments", {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}},
+                              "spec": {**_pod(name)["spec"], "tolerations": [{"operator": "Exists"}]}}}})  # type: ignore[dict-item]
+
+    def bound() -> str | None:
+        pods = c.get("/api/v1/namespaces/default/pods", labelSelector=f"app={name}")["items"]
+        return next((p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName")), None)
+
+    node: str = wait_for(bound, timeout=60, what=f"deployment {name}'s pod bound")
+    return node
+
+
+def _gone(pid: int) -> bool:
+    import psutil
+
+    try:
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_up_moves_a_running_cluster_between_the_two_control_plane_layouts(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cluster started with the API server, controller manager and scheduler as three processes (before
+    kube-control-plane, or where it is not built) moves to the one process at the next `up`, keeping its objects,
+    and back again when the binary is gone."""
+    bins = binaries.ensure(LogProgress())
+    require(bins.path(gobuild.extra_binary_name(local_backend.COMBINED)).is_file(),
+            "kube-control-plane is not built (`gpulab binaries ensure` builds it where Go is installed)")
+    three = LocalBackend._processes
+    monkeypatch.setattr(LocalBackend, "_processes", lambda self, bins, specs: specs)
+    be = LocalBackend("layouts", tmp_path / "state")
+    try:
+        be.up(fleet_mod.scaled(2), LogProgress())
+        old = {name: be.sup.pid(name) for name in local_backend.HOSTED}
+        assert all(old.values()) and be.sup.pid(local_backend.COMBINED) is None, old
+        with Client.from_kubeconfig(be.kubeconfig()) as c:
+            c.create("/api/v1/namespaces/default/configmaps",
+                     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kept"}, "data": {"a": "1"}})
+            _placed_by_a_deployment(c, "before")
+
+        monkeypatch.setattr(LocalBackend, "_processes", three)
+        st = be.up(fleet_mod.scaled(2), LogProgress())
+        assert st.healthy and all(n.ready for n in st.nodes), st.problems
+        combined = be.sup.pid(local_backend.COMBINED)
+        assert combined and all(be.sup.pid(name) is None for name in local_backend.HOSTED)
+        assert all(_gone(pid) for pid in old.values() if pid), old
+        assert {c.name: c.pid for c in be.components() if c.name in local_backend.HOSTED} == \
+            dict.fromkeys(local_backend.HOSTED, combined)
+        with Client.from_kubeconfig(be.kubeconfig()) as c:
+            assert c.get("/api/v1/namespaces/default/configmaps/kept")["data"] == {"a": "1"}
+            _placed_by_a_deployment(c, "after")
+
+        monkeypatch.setattr(LocalBackend, "_processes", lambda self, bins, specs: specs)
+        st = be.up(fleet_mod.scaled(2), LogProgress())
+        assert st.healthy, st.problems
+        assert be.sup.pid(local_backend.COMBINED) is None and _gone(combined)
+        assert all(be.sup.pid(name) for name in local_backend.HOSTED)
+        with Client.from_kubeconfig(be.kubeconfig()) as c:
+            _placed_by_a_deployment(c, "back")
     finally:
         be.down(purge=True)
 
