@@ -133,13 +133,12 @@ SETTLE_S = 10.0  # how long cluster checks that fail right after a replay are re
 SETTLE_QUIET_S = 2.0
 
 
-def _settled(spec: LabSpec, ev: evidence.Evidence, client: Client, wait: float,
-             quiet: float = SETTLE_QUIET_S) -> Report:
+def _settled(spec: LabSpec, ev: evidence.Evidence, client: Client, wait: float) -> Report:
     """The checks, with failing cluster checks read again for up to ``wait`` s: the replay's last act may still
     be taking effect outside the lab's namespaces (an operand's pods going after its DaemonSet was deleted).
     They stop being read again once neither the cluster (``replay.outcome_fingerprint``: the lab's pods and
-    events, the nodes, the operator's pods) nor the failing checks' messages have changed for ``quiet`` s, with
-    no MIG manager at work."""
+    events, the nodes, the operator's pods) nor the failing checks' messages have changed for ``SETTLE_QUIET_S``,
+    with no MIG manager at work."""
     report = run_checks(spec, ev)
     cluster = {c.id for c in spec.checks if c.cluster}
     now = time.monotonic()
@@ -151,7 +150,7 @@ def _settled(spec: LabSpec, ev: evidence.Evidence, client: Client, wait: float,
         seen = f"{failing}{replay_mod.outcome_fingerprint(client, spec)}"
         if seen != last:
             last, quiet_since = seen, now
-        elif now - quiet_since >= quiet and not replay_mod.mig_pending(client):
+        elif now - quiet_since >= SETTLE_QUIET_S and not replay_mod.mig_pending(client):
             break
         time.sleep(0.5)
         ev.view = LiveView(client)

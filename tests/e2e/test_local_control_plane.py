@@ -233,11 +233,11 @@ def test_unusable_seed_falls_back_to_an_empty_etcd(tmp_path: Path, monkeypatch: 
 
 def _placed_by_a_deployment(c: Client, name: str) -> str:
     """A Deployment's pod bound to a node: the controller manager made it, the scheduler placed it."""
+    pod_spec: dict[str, object] = {**_pod(name)["spec"], "tolerations": [{"operator": "Exists"}]}  # type: ignore[dict-item]
     c.create("/apis/apps/v1/namespaces/default/deployments", {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                 "template": {"metadata": {"labels": {"app": name}},
-                              "spec": {**_pod(name)["spec"], "tolerations": [{"operator": "Exists"}]}}}})  # type: ignore[dict-item]
+                 "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec}}})
 
     def bound() -> str | None:
         pods = c.get("/api/v1/namespaces/default/pods", labelSelector=f"app={name}")["items"]
