@@ -128,9 +128,10 @@ def grade(lab_id: str, submission: Path, *, bundle: Path | None = None, live: bo
 
 
 SETTLE_S = 10.0  # how long cluster checks that fail right after a replay are read again (as lab.check waits)
-# ...unless the cluster and the failing checks have stayed the same this long: nothing is still taking effect, so
-# reading again cannot change the grade (a wrong submission used to wait out all 10 s: 8.4 s per submission).
-SETTLE_QUIET_S = 2.0
+# ...unless the cluster and the failing checks have stayed the same this long with no change under way
+# (replay.still_changing): reading again cannot change the grade. A wrong submission used to wait out all 10 s
+# (8.4 s per submission); the same quiet time as a replayed wait (replay.QUIET_S).
+SETTLE_QUIET_S = replay_mod.QUIET_S
 
 
 def _settled(spec: LabSpec, ev: evidence.Evidence, client: Client, wait: float) -> Report:
@@ -138,7 +139,8 @@ def _settled(spec: LabSpec, ev: evidence.Evidence, client: Client, wait: float) 
     be taking effect outside the lab's namespaces (an operand's pods going after its DaemonSet was deleted).
     They stop being read again once neither the cluster (``replay.outcome_fingerprint``: the lab's pods and
     events, the nodes, the operator's pods) nor the failing checks' messages have changed for ``SETTLE_QUIET_S``,
-    with no MIG manager at work."""
+    with no change under way (``replay.still_changing``: a MIG manager at work, the operator's namespace or pods
+    being deleted)."""
     report = run_checks(spec, ev)
     cluster = {c.id for c in spec.checks if c.cluster}
     now = time.monotonic()
@@ -150,7 +152,7 @@ def _settled(spec: LabSpec, ev: evidence.Evidence, client: Client, wait: float) 
         seen = f"{failing}{replay_mod.outcome_fingerprint(client, spec)}"
         if seen != last:
             last, quiet_since = seen, now
-        elif now - quiet_since >= SETTLE_QUIET_S and not replay_mod.mig_pending(client):
+        elif now - quiet_since >= SETTLE_QUIET_S and not replay_mod.still_changing(client):
             break
         time.sleep(0.5)
         ev.view = LiveView(client)

@@ -478,6 +478,21 @@ def outcome_fingerprint(client: Client, spec: LabSpec) -> str:
     return _fingerprint(client, spec) + json.dumps(pods, default=str)
 
 
+def still_changing(client: Client) -> bool:
+    """A change under way that may be quiet for a while yet has an outcome still coming: a MIG manager at work, or
+    the GPU Operator's namespace or pods being deleted (an operator removal does not wait for the namespace
+    controller, which takes a few seconds to delete what is in it)."""
+    if mig_pending(client):
+        return True
+    try:
+        if dig(client.get(f"/api/v1/namespaces/{names.NAMESPACE}"), "metadata", "deletionTimestamp"):
+            return True
+    except errors.NotFound:
+        return False
+    return any(dig(p, "metadata", "deletionTimestamp")
+               for p in client.get(f"/api/v1/namespaces/{names.NAMESPACE}/pods").get("items", []))
+
+
 def _settle(client: Client, spec: LabSpec, step: steps.Wait) -> None:
     """The lab's wait, for the learner's work: it ends when the rule passes; for a pod wait, also when the
     scheduler has decided about every pod of the lab (a pod it found no place for will not get one by waiting);
