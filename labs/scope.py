@@ -148,7 +148,7 @@ def _baseline(client: Client, *, mig: bool) -> None:
 
 def _wait_mig_applied(client: Client, wanted: dict[str, str], timeout: float = MIG_WAIT_SECONDS) -> None:
     """Wait (bounded) until the MIG manager has finished the layouts the baseline asked for: the node's
-    ``nvidia.com/mig.config.state`` says success with that config applied, or failed. Until then the device
+    ``nvidia.com/mig.config.state`` says success with that config applied, or failed for it. Until then the device
     plugin is paused and the node offers no GPUs, so the next lab would start (and take its start state) in the
     middle of the change. A slow manager is not an error here: the lab's checks say what the node offers."""
     deadline = time.monotonic() + timeout
@@ -160,9 +160,7 @@ def _wait_mig_applied(client: Client, wanted: dict[str, str], timeout: float = M
             except errors.NotFound:
                 todo.pop(name)
                 continue
-            state = (meta.get("labels") or {}).get(names.MIG_CONFIG_STATE)
-            applied = (meta.get("annotations") or {}).get(names.MIG_APPLIED)
-            if state == "failed" or (state == "success" and applied == config):
+            if _mig_done(meta, config):
                 todo.pop(name)
         if not todo:
             return
@@ -171,6 +169,21 @@ def _wait_mig_applied(client: Client, wanted: dict[str, str], timeout: float = M
                 f"{n} ({c})" for n, c in sorted(todo.items())), timeout)
             return
         time.sleep(0.5)
+
+
+def _mig_done(meta: dict[str, Any], config: str) -> bool:
+    """The MIG manager has finished ``config`` on this node: applied, or failed for that config (a failure or a
+    success left from an earlier config does not count: the manager has not taken the new label up yet)."""
+    state = (meta.get("labels") or {}).get(names.MIG_CONFIG_STATE)
+    notes = meta.get("annotations") or {}
+    if state == "success":
+        return bool(notes.get(names.MIG_APPLIED) == config)
+    if state == "failed":
+        try:
+            return bool(json.loads(notes.get(names.MIG_FAILURE) or "{}").get("config") == config)
+        except (ValueError, AttributeError):
+            return False
+    return False
 
 
 def _empty_namespace(client: Client, ns: str) -> None:

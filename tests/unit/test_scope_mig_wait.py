@@ -4,6 +4,7 @@ lab does not start (and take its start state) while the device plugin is paused 
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from typing import Any
@@ -40,10 +41,13 @@ class FakeNodes:
         self.reads[name] = self.reads.get(name, 0) + 1
         steps = self.script.get(name)
         if steps:
-            state, applied = steps.pop(0)
+            state, config = steps.pop(0)
             meta = self.nodes[name]["metadata"]
             meta["labels"][names.MIG_CONFIG_STATE] = state
-            meta["annotations"][names.MIG_APPLIED] = applied
+            if state == "failed":
+                meta["annotations"][names.MIG_FAILURE] = json.dumps({"config": config, "reason": "x"})
+            else:
+                meta["annotations"][names.MIG_APPLIED] = config
         return self.nodes[name]
 
     def patch(self, path: str, body: dict[str, Any]) -> None:
@@ -62,11 +66,13 @@ def test_the_baseline_waits_until_the_layout_it_asked_for_is_applied(monkeypatch
     assert client.reads == {"a100-1": 3}  # read until applied; t4-1, with no MIG label, is not waited on
 
 
-def test_a_failed_layout_ends_the_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_layout_ends_the_wait_but_an_earlier_failure_does_not(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(time, "sleep", lambda _: None)
-    client = FakeNodes({"a100-1": [("pending", "all-1g.10gb"), ("failed", None)]})
+    # the learner's layout had failed; the manager then takes the baseline up, and it fails too
+    client = FakeNodes({"a100-1": [("failed", "all-1g.10gb"), ("pending", "all-1g.10gb"),
+                                   ("failed", "all-disabled")]})
     scope._baseline(client, mig=True)  # type: ignore[arg-type]
-    assert client.reads == {"a100-1": 2}
+    assert client.reads == {"a100-1": 3}
 
 
 def test_a_manager_that_never_finishes_is_waited_for_a_bounded_time(monkeypatch: pytest.MonkeyPatch,
