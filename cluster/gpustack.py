@@ -11,6 +11,7 @@ from cluster.sim.gpu import names
 from cluster.sim.gpu.dra import device_classes, resource_slice
 from cluster.sim.gpu.hoststate import FAULT_KINDS, Hardware, faults
 from cluster.sim.gpu.manifests import cluster_policy
+from cluster.sim.gpu.migmanager import finished as mig_finished
 from cluster.sim.gpu.nodeplan import operator_labels
 from cluster.sim.gpu.operator import (RESTARTED_AT, OperatorStatus, dumps, install, policy_state, present,
                                       restart_daemonset, set_fault, status, uninstall)
@@ -19,6 +20,6 @@ from cluster.sim.nodes import HARDWARE_ANNOTATION, build_node
 
 __all__ = [
     "FAULT_KINDS", "HARDWARE_ANNOTATION", "Hardware", "OperatorStatus", "Policy", "RESTARTED_AT", "build_node",
-    "cluster_policy", "device_classes", "dumps", "faults", "install", "names", "operator_labels", "policy_state",
-    "present", "resource_slice", "restart_daemonset", "set_fault", "status", "uninstall",
+    "cluster_policy", "device_classes", "dumps", "faults", "install", "mig_finished", "names", "operator_labels",
+    "policy_state", "present", "resource_slice", "restart_daemonset", "set_fault", "status", "uninstall",
 ]

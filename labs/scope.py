@@ -156,11 +156,11 @@ def _wait_mig_applied(client: Client, wanted: dict[str, str], timeout: float = M
     while todo:
         for name, config in list(todo.items()):
             try:
-                meta = client.get(f"/api/v1/nodes/{name}")["metadata"]
+                node = client.get(f"/api/v1/nodes/{name}")
             except errors.NotFound:
                 todo.pop(name)
                 continue
-            if _mig_done(meta, config):
+            if gpustack.mig_finished(node, config):
                 todo.pop(name)
         if not todo:
             return
@@ -169,21 +169,6 @@ def _wait_mig_applied(client: Client, wanted: dict[str, str], timeout: float = M
                 f"{n} ({c})" for n, c in sorted(todo.items())), timeout)
             return
         time.sleep(0.5)
-
-
-def _mig_done(meta: dict[str, Any], config: str) -> bool:
-    """The MIG manager has finished ``config`` on this node: applied, or failed for that config (a failure or a
-    success left from an earlier config does not count: the manager has not taken the new label up yet)."""
-    state = (meta.get("labels") or {}).get(names.MIG_CONFIG_STATE)
-    notes = meta.get("annotations") or {}
-    if state == "success":
-        return bool(notes.get(names.MIG_APPLIED) == config)
-    if state == "failed":
-        try:
-            return bool(json.loads(notes.get(names.MIG_FAILURE) or "{}").get("config") == config)
-        except (ValueError, AttributeError):
-            return False
-    return False
 
 
 def _empty_namespace(client: Client, ns: str) -> None:

@@ -52,6 +52,15 @@ def _failure_record(node: Mapping[str, Any]) -> tuple[str, str, str, str]:
         return "", "", "", ""
 
 
+def finished(node: Mapping[str, Any], config: str) -> bool:
+    """The manager is done with ``config`` on this node: applied, or failed for that config (a success or failure
+    left from an earlier config does not count: the manager has not taken the new label up yet)."""
+    state = hoststate.node_labels(node).get(names.MIG_CONFIG_STATE)
+    if state == "success":
+        return hoststate.node_annotations(node).get(names.MIG_APPLIED) == config
+    return state == "failed" and _failure_record(node)[0] == config
+
+
 def failure_annotation(config: str, reason: str, pod: str = "", file: str = "") -> str:
     """The failure record; ``pod`` is the mig-manager pod that failed (a new one tries the label again) and
     ``file`` the ConfigMap it read: when ``migManager.config`` names another one, the operator rolls the
