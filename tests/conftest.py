@@ -40,3 +40,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if folder in _TIERS:
             item.add_marker(getattr(pytest.mark, _TIERS[folder]))
+
+
+# Wall time per tier (set-up, call and teardown of each test, module and session fixtures included), printed at the
+# end of the run: the figures the set-up budget in docs/ci.md is kept against.
+_TIER_SECONDS: dict[str, float] = {}
+_TIER_COUNTS: dict[str, int] = {}
+
+
+def _tier_of(nodeid: str) -> str:
+    folder = nodeid.split("/", 1)[1].split("/", 1)[0] if nodeid.startswith("tests/") else ""
+    return _TIERS.get(folder, "other")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    tier = _tier_of(report.nodeid)
+    _TIER_SECONDS[tier] = _TIER_SECONDS.get(tier, 0.0) + report.duration
+    if report.when == "call":
+        _TIER_COUNTS[tier] = _TIER_COUNTS.get(tier, 0) + 1
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _TIER_SECONDS:
+        return
+    terminalreporter.section("time per tier")
+    for tier, seconds in sorted(_TIER_SECONDS.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{tier:10} {seconds:8.1f} s  {_TIER_COUNTS.get(tier, 0):5d} tests")

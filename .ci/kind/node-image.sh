@@ -25,9 +25,9 @@ CHECK_ONLY=0
 
 GOBIN_DIR=/usr/local/go/bin
 export PATH="$GOBIN_DIR:$PATH"
-CACHE="${GPULAB_CACHE_DIR:-$HOME/.cache/gpulab}"
 eval "$("$PY" - <<'EOF'
-from cluster import gobuild, versions
+from cluster import binaries, gobuild, versions
+print(f"CACHE='{binaries.cache_dir()}'")  # the cache gpulab itself uses ($GPULAB_CACHE_DIR, else the XDG one)
 print(f"K8S={versions.KUBERNETES_VERSION} STAGING={versions.STAGING_VERSION} ETCD={versions.ETCD_VERSION}")
 print(f"KIND_VERSION={versions.KIND_VERSION} NODE_IMAGE={versions.KIND_NODE_IMAGE}")
 print(f"LDFLAGS='{gobuild.version_ldflags('2026-01-01T00:00:00Z')}'")
@@ -97,6 +97,11 @@ if ! docker_ok; then
   docker_ok || { echo "dockerd did not start; its log:" >&2; tail -20 "$KROOT/dockerd.log" >&2; exit 1; }
 fi
 
+# What the kind tier needs beside the image, made here so that no test builds it first: the pinned kind binary and
+# the device plugin our kind nodes run (cluster/gosrc/kindplugin). Both return at once when already built.
+KIND="$("$PY" -c 'from cluster.backends import kindtool; print(kindtool.ensure_kind())')"
+"$PY" -c 'from cluster.backends import kind; from cluster.progress import LogProgress; kind.ensure_node_plugin(LogProgress())' >/dev/null
+
 if docker image inspect "$NODE_IMAGE" --format '{{index .Config.Labels "gpulab.key"}}' 2>/dev/null | grep -qx "$KEY"; then
   log "node image $NODE_IMAGE is current ($KEY)"
   echo "$NODE_IMAGE"
@@ -110,9 +115,12 @@ gob() { nice -n 10 go build -trimpath "$@"; }
 if [ ! -x "$BIN/kubelet" ] || [ ! -x "$BIN/kubeadm" ] || [ ! -x "$BIN/kube-proxy" ]; then
   log "building kubelet, kubeadm, kube-proxy $K8S"
   KB="$WORK/build/k8s"; mkdir -p "$KB"
-  # The control plane's wrapper module (cluster/gobuild.py), copied: its staging pins and go.sum apply here too.
-  cp "$CACHE/build/kubernetes-$K8S/go.mod" "$CACHE/build/kubernetes-$K8S/go.sum" "$KB/"
+  # The control plane's wrapper module (cluster/gobuild.py): its staging pins apply here too. Its go.sum is reused
+  # when `gpulab binaries` built the control plane here (it may have downloaded it instead); -mod=mod fills it in.
+  "$PY" -c 'from cluster import gobuild; print(gobuild.kube_wrapper_gomod(), end="")' > "$KB/go.mod"
   printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kubelet"\n\t_ "k8s.io/kubernetes/cmd/kubeadm"\n\t_ "k8s.io/kubernetes/cmd/kube-proxy"\n)\n' > "$KB/tools.go"
+  GOSUM="$CACHE/build/kubernetes-$K8S/go.sum"
+  if [ -f "$GOSUM" ]; then cp "$GOSUM" "$KB/"; else (cd "$KB" && nice -n 10 go mod tidy >/dev/null); fi
   (cd "$KB" && gob -ldflags "$LDFLAGS" -o "$BIN/" k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubeadm \
      k8s.io/kubernetes/cmd/kube-proxy)
 fi
@@ -130,7 +138,10 @@ log "building pause, kindnetd-lite and the workload stand-in (seconds)"
 (cd "$HERE/src" && for p in pause kindnetd workload; do gob -ldflags "-s -w" -o "$BIN/$p" "./$p"; done)
 
 # --- the base image (debootstrapped bookworm + kind's base files) -----------------------------------------------
-KIND_SRC="$GOMODCACHE/sigs.k8s.io/kind@$KIND_VERSION"
+# kind's module holds the base image's files and the names of its component images: fetched here, by this script,
+# so that nothing depends on an earlier run (or another tool) having put it in the module cache.
+KIND_SRC="$(GOFLAGS= go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')"
+[ -d "$KIND_SRC/images/base/files" ] || { echo "kind $KIND_VERSION's module has no images/base/files in $KIND_SRC" >&2; exit 1; }
 if ! docker image inspect "$BASE_TAG" >/dev/null 2>&1; then
   ROOTFS="$KROOT/rootfs-$BASE_KEY"
   if [ ! -e "$ROOTFS/.done" ]; then
@@ -273,8 +284,6 @@ rm -rf "$REL" "$CTX"
 
 # --- the node image ----------------------------------------------------------------------------------------------
 log "kind build node-image --type file"
-KIND="$CACHE/bin/kind-$KIND_VERSION/kind"
-[ -x "$KIND" ] || KIND="$("$PY" -c 'from cluster.backends import kindtool; print(kindtool.ensure_kind())')"
 nice -n 10 "$KIND" build node-image --type file --base-image "$BASE_TAG" --image "$BUILT_TAG" \
   "$WORK/kubernetes-server-linux-amd64.tar.gz" >"$WORK/build-node-image.log" 2>&1 \
   || { tail -30 "$WORK/build-node-image.log" >&2; exit 1; }

@@ -393,6 +393,29 @@ class _Tools(_KindStep):
         ctx.extra["kind"] = self.be.preflight(ctx.prog)
 
 
+def ensure_node_plugin(prog: progress_mod.Progress) -> Path:
+    """The node plugin's binary, built when missing (the kind image's set-up builds it, so no test does first).
+    Named by its source: built once per source, and a running cluster keeps the binary it mounted."""
+    binary = binaries.cache_dir() / "bin" / "kindplugin" / f"kindplugin-{gobuild.source_key('kindplugin')}"
+    if binary.exists():
+        return binary
+    prog.start("building gpulab's device plugin for the kind nodes")
+    try:
+        built = gobuild.build_standalone(binaries.cache_dir(), "kindplugin", prog)
+    except errors.BinariesUnavailable as exc:
+        raise errors.BackendUnavailable(
+            "the kind backend runs gpulab's device plugin in every node, and it could not be built: "
+            f"{exc.message}",
+            hint="install Go >= 1.26 (https://go.dev/dl/), then run `gpulab up --backend kind` again") from exc
+    prog.finish()
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    tmp = binary.with_suffix(".tmp")
+    shutil.copy2(built, tmp)
+    tmp.chmod(0o755)
+    tmp.replace(binary)
+    return binary
+
+
 class _NodePlugin(_KindStep):
     """gpulab's node plugin (``cluster/gosrc/kindplugin``), built once per source: a static binary every worker
     mounts and runs as a systemd service, registering the simulated GPUs with its real kubelet."""
@@ -401,23 +424,7 @@ class _NodePlugin(_KindStep):
 
     def run(self, ctx: steps_mod.Context) -> None:
         be = self.be
-        # Named by its source: built once per source, and a running cluster keeps the binary it mounted.
-        binary = binaries.cache_dir() / "bin" / "kindplugin" / f"kindplugin-{gobuild.source_key('kindplugin')}"
-        if not binary.exists():
-            ctx.prog.start("building gpulab's device plugin for the kind nodes")
-            try:
-                built = gobuild.build_standalone(binaries.cache_dir(), "kindplugin", ctx.prog)
-            except errors.BinariesUnavailable as exc:
-                raise errors.BackendUnavailable(
-                    "the kind backend runs gpulab's device plugin in every node, and it could not be built: "
-                    f"{exc.message}",
-                    hint="install Go >= 1.26 (https://go.dev/dl/), then run `gpulab up --backend kind` again") from exc
-            ctx.prog.finish()
-            binary.parent.mkdir(parents=True, exist_ok=True)
-            tmp = binary.with_suffix(".tmp")
-            shutil.copy2(built, tmp)
-            tmp.chmod(0o755)
-            tmp.replace(binary)
+        binary = ensure_node_plugin(ctx.prog)
         units = be.dir / "node-plugin"
         units.mkdir(parents=True, exist_ok=True)
         (units / "gpulab-device-plugin.service").write_text(kindconfig.unit_text())
