@@ -8,26 +8,31 @@ PIP   := $(VENV)/bin/pip
 GPULAB := $(VENV)/bin/gpulab
 JUPYTER_PORT ?= 8888
 
-.PHONY: install system-deps python-deps proxy binaries kind-image course test test-unit test-static test-build test-e2e test-kind lint bench
+# Each set-up step prints ">> stage NAME: N s" when it ends (.ci/stage), so a slow step shows in any log.
+STAGE := .ci/stage
+
+.PHONY: install setup system-deps python-deps proxy binaries kind-base kind-image course test test-fresh test-unit \
+        test-static test-build test-e2e test-kind lint bench
 
 install: system-deps python-deps proxy binaries
 
-# Debian packages: Chromium for the real-browser tests. Skipped when present or when not root.
+# Everything `make test` needs before its first test, with independent steps side by side (the Go builds keep both
+# cores busy; Debian's packages, pip, npm and debootstrap mostly wait on the network or the disk).
+setup: install kind-image
+
+# Debian packages: Chromium for the real-browser tests, and for the kind tier (`make test`) Docker's engine and
+# debootstrap, in one apt run (two at once would fight over dpkg's lock). Skipped when present or when not root.
+SYSTEM_PKGS ?= chromium
 system-deps:
-	@if ! command -v chromium >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    echo ">> installing Debian's chromium (browser tests)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	  else echo ">> chromium missing and not root: browser tests will fail; run: sudo apt-get install chromium"; fi; \
-	fi
+	@$(STAGE) system-deps .ci/system-deps $(SYSTEM_PKGS)
 
 python-deps: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
-	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[course,test,nvml]'
-	@touch $@
+	@s=$$(date +%s); set -e; test -x $(PY) || python3 -m venv $(VENV); \
+	  $(PIP) install -q --upgrade pip; \
+	  $(PIP) install -q -e '.[course,test,nvml]'; \
+	  touch $@; echo ">> stage python-deps: $$(( $$(date +%s) - s )) s"
 
 # configurable-http-proxy (npm) for class mode's JupyterHub (`gpulab class up`), beside the venv.
 CHP_VERSION ?= 5.3.0
@@ -35,16 +40,20 @@ proxy: $(VENV)/node_modules/.bin/configurable-http-proxy
 
 $(VENV)/node_modules/.bin/configurable-http-proxy: | python-deps
 	@command -v npm >/dev/null 2>&1 || { echo ">> npm missing: class mode needs it (apt-get install npm)"; exit 1; }
-	npm install --silent --no-audit --no-fund --prefix $(VENV) configurable-http-proxy@$(CHP_VERSION)
+	@$(STAGE) proxy npm install --silent --no-audit --no-fund --prefix $(VENV) configurable-http-proxy@$(CHP_VERSION)
 
 # Control-plane binaries: user cache -> official download (SHA-256 checked) -> build from the Go module proxy.
 binaries: python-deps
-	$(GPULAB) binaries ensure
+	@$(STAGE) binaries $(GPULAB) binaries ensure
 
 # The offline kind node image and a Docker engine for the kind tier (.ci/kind/node-image.sh; cached under
 # ~/.cache/gpulab/kind, so a second run takes seconds). Needs root (it installs Debian's docker.io and debootstrap).
-kind-image: install
-	.ci/kind/node-image.sh
+# Its base image (debootstrap) needs no control-plane binary, so it is made while they build.
+kind-base: python-deps system-deps
+	@$(STAGE) kind-base .ci/kind/node-image.sh --base >/dev/null
+
+kind-image: install kind-base
+	@$(STAGE) kind-image .ci/kind/node-image.sh
 
 # Jupyter refuses to start as root unless told (containers and CI-like machines run as root).
 JUPYTER_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
@@ -55,10 +64,20 @@ course: install
 	  export KUBECONFIG PATH; \
 	  $(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(JUPYTER_PORT) --no-browser --notebook-dir=course $(JUPYTER_ROOT_FLAG)
 
+# Two workers side by side: a cluster test mostly waits on its cluster, so two keep 2 cores busy where one left
+# them half idle (tests/conftest.py: a file is a unit of work, the longest start first). XDIST= runs them in one.
+XDIST ?= -n 2 --dist loadscope --no-loadscope-reorder
+
 # Every tier, the kind tier too (every lab on a real kind cluster from the offline node image, which `kind-image`
 # builds first: docs/kind.md, "How this backend is tested").
-test: install kind-image
-	$(VENV)/bin/python -m pytest -p no:cacheprovider --durations=25 tests
+test:
+	@$(STAGE) setup $(MAKE) --no-print-directory -j3 SYSTEM_PKGS="chromium docker.io debootstrap" setup
+	@$(STAGE) pytest $(VENV)/bin/python -m pytest -p no:cacheprovider --durations=25 $(XDIST) tests
+
+# The new-machine check (.ci/fresh): the whole of .ci/run in a fresh clone of HEAD with every cache empty. Run it
+# before you stop whenever set-up changes; docs/ci.md keeps its dated wall times.
+test-fresh:
+	.ci/fresh
 
 # Tiers (tests/conftest.py): `make test` runs them all; these run one each.
 test-unit: python-deps

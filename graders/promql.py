@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
+
+import re2
 
 from cluster import errors
 
@@ -54,17 +57,43 @@ def tokenize(text: str) -> list[Token]:
     return out
 
 
+# A learner writes the regex of a =~ or !~ matcher: it runs under RE2, as in Prometheus (Go's regexp is RE2), so
+# matching takes time linear in the label value whatever the pattern, and `.` matches a newline as there (the
+# `(?s:` of its label matcher); a pattern past this size is refused.
+MAX_PATTERN = 1024
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.max_mem = 1 << 20
+
+
+def compile_label_regex(value: str) -> Any:
+    """A label matcher's regex, anchored at both ends as Prometheus anchors it, compiled by RE2; a pattern RE2
+    refuses (or one too large) is a ``PromQLError`` that says why."""
+    if len(value) > MAX_PATTERN:
+        raise PromQLError(f"a label regex of {len(value)} characters is longer than gpulab reads ({MAX_PATTERN})")
+    try:
+        re2.compile(value, _RE2_OPTIONS)  # on its own first: "a)|(b" must not pass through the wrapping group
+        return re2.compile(f"^(?s:{value})$", _RE2_OPTIONS)  # Prometheus model/labels/regexp.go wraps it so
+    except re2.error as exc:
+        raise PromQLError(f"{value!r} is not a valid regular expression (RE2 syntax, as in Prometheus): "
+                          f"{exc}") from None
+
+
 @dataclass(frozen=True)
 class Matcher:
     label: str
     op: str
     value: str
+    pattern: Any = field(default=None, compare=False, repr=False)  # compiled by RE2 for =~ and !~
+
+    def __post_init__(self) -> None:
+        if self.op in ("=~", "!~") and self.pattern is None:
+            object.__setattr__(self, "pattern", compile_label_regex(self.value))
 
     def test(self, labels: Mapping[str, str]) -> bool:
         got = labels.get(self.label, "")
         if self.op in ("=", "!="):
             return (got == self.value) == (self.op == "=")
-        return (re.fullmatch(self.value, got) is not None) == (self.op == "=~")
+        return (self.pattern.search(got) is not None) == (self.op == "=~")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,12 @@ Tiers (``make test`` runs them all; each has its own ``make test-TIER``):
 
 pyproject.toml registers every marker and runs pytest with ``--strict-markers`` (an unknown mark is a collection
 error), and its ``filterwarnings`` makes a warning attributed to our own packages an error.
+
+``make test`` runs the tiers side by side in two pytest-xdist workers (most of a cluster test's time is spent
+waiting on the cluster, not on a core): a test file is one unit of work (its module fixtures start once), the
+class-mode files share one (one class on the machine at a time, as when run alone), and the longest units start
+first so that the run does not end waiting on one of them. Files keep their tests' order; no file may depend on
+another having run before it.
 """
 
 from __future__ import annotations
@@ -32,6 +38,34 @@ _TIERS = {
 }
 
 
+# Files whose tests must not run beside each other: one unit of work for the xdist scheduler below.
+SHARED_UNITS = {
+    "tests/e2e/test_class_hub_round_trip.py": "class-mode",
+    "tests/e2e/test_class_hub_isolation.py": "class-mode",
+}
+# The longest units (measured in a whole run; docs/ci.md), in the order they start; every other file follows in
+# this tier order, and keeps its place within its tier.
+LONG_FIRST = (
+    "tests/kind/test_labs_on_kind.py",
+    "class-mode",
+)
+_TIER_ORDER = ("kind", "browser", "e2e", "notebooks", "gobuild", "static", "unit")
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit of work a test belongs to: its file, or the shared unit that file is part of."""
+    path = nodeid.split("::", 1)[0]
+    return SHARED_UNITS.get(path, path)
+
+
+def _rank(item: pytest.Item) -> tuple[int, int]:
+    unit = unit_of(item.nodeid)
+    if unit in LONG_FIRST:
+        return (0, LONG_FIRST.index(unit))
+    folder = item.nodeid.split("/")[1] if item.nodeid.startswith("tests/") else ""
+    return (1, _TIER_ORDER.index(folder) if folder in _TIER_ORDER else len(_TIER_ORDER))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         try:
@@ -40,6 +74,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if folder in _TIERS:
             item.add_marker(getattr(pytest.mark, _TIERS[folder]))
+    items.sort(key=_rank)  # stable: a file's tests stay together and in order
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """With ``--dist loadscope`` (``make test``): xdist's scope scheduling over our units of work. Pass
+    ``--no-loadscope-reorder`` too, or xdist starts the units with the most tests first instead of ours."""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):
+        """pytest-xdist's per-scope scheduling with our units of work (a file, or a shared unit)."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    return UnitScheduling(config, log)
 
 
 # Wall time per tier (set-up, call and teardown of each test, module and session fixtures included), printed at the

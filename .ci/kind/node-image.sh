@@ -3,6 +3,8 @@
 #
 #   .ci/kind/node-image.sh            build what is missing, start dockerd if it is not answering; prints the image
 #   .ci/kind/node-image.sh --check    exit 0 when the image is built and dockerd answers, 1 otherwise (builds nothing)
+#   .ci/kind/node-image.sh --base     only what needs no control-plane binary: dockerd, kind, the kind nodes' device
+#                                     plugin, crictl and the base image (`make test` runs it while they build)
 #
 # kind pulls `kindest/node` from a registry; CI machines cannot reach one. This script builds a node image the way
 # ../shared/reference/kind-offline.md records (a debootstrapped Debian bookworm base, our own Kubernetes binaries from
@@ -20,8 +22,13 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 PY="${PYTHON:-$REPO/.venv/bin/python}"
-CHECK_ONLY=0
-[ "${1:-}" = "--check" ] && CHECK_ONLY=1
+CHECK_ONLY=0 BASE_ONLY=0
+case "${1:-}" in
+  --check) CHECK_ONLY=1 ;;
+  --base) BASE_ONLY=1 ;;
+  "") ;;
+  *) echo "usage: $0 [--check | --base]" >&2; exit 2 ;;
+esac
 
 GOBIN_DIR=/usr/local/go/bin
 export PATH="$GOBIN_DIR:$PATH"
@@ -56,7 +63,8 @@ KROOT="$CACHE/kind"
 WORK="$KROOT/$KIND_VERSION-$K8S-$KEY"
 # The Go builds and the base image have keys of their own, so an edit elsewhere in this script reuses them.
 BIN_KEY="$(cat "$HERE"/src/coredns/* <(echo "$K8S $COREDNS_VERSION $CRICTL_VERSION") | sha256sum | cut -c1-12)"
-BASE_KEY="$(sed -n '/^# --- the base image/,/^# --- component images/p' "$0" | cat - <(echo "$KIND_VERSION") \
+BASE_KEY="$(sed -n '/^# --- the base image/,/^# --- the end of the base image/p' "$0" \
+            | cat - <(echo "$KIND_VERSION $CRICTL_VERSION") \
             | sha256sum | cut -c1-12)"
 BIN="$KROOT/bin-$K8S-$BIN_KEY"
 DOCKER_ROOT="$KROOT/docker"
@@ -109,33 +117,13 @@ if docker image inspect "$NODE_IMAGE" --format '{{index .Config.Labels "gpulab.k
 fi
 mkdir -p "$BIN" "$WORK"
 
-# --- Go builds (our Kubernetes version, CoreDNS, crictl, pause, kindnetd-lite) ----------------------------------
+# --- Go builds: crictl first (the base image holds it) ------------------------------------------------------
 export GOMODCACHE="$CACHE/go/mod" GOCACHE="$CACHE/go/build" CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=mod
 gob() { nice -n 10 go build -trimpath "$@"; }
-if [ ! -x "$BIN/kubelet" ] || [ ! -x "$BIN/kubeadm" ] || [ ! -x "$BIN/kube-proxy" ]; then
-  log "building kubelet, kubeadm, kube-proxy $K8S"
-  KB="$WORK/build/k8s"; mkdir -p "$KB"
-  # The control plane's wrapper module (cluster/gobuild.py): its staging pins apply here too. Its go.sum is reused
-  # when `gpulab binaries` built the control plane here (it may have downloaded it instead); -mod=mod fills it in.
-  "$PY" -c 'from cluster import gobuild; print(gobuild.kube_wrapper_gomod(), end="")' > "$KB/go.mod"
-  printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kubelet"\n\t_ "k8s.io/kubernetes/cmd/kubeadm"\n\t_ "k8s.io/kubernetes/cmd/kube-proxy"\n)\n' > "$KB/tools.go"
-  GOSUM="$CACHE/build/kubernetes-$K8S/go.sum"
-  if [ -f "$GOSUM" ]; then cp "$GOSUM" "$KB/"; else (cd "$KB" && nice -n 10 go mod tidy >/dev/null); fi
-  (cd "$KB" && gob -ldflags "$LDFLAGS" -o "$BIN/" k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubeadm \
-     k8s.io/kubernetes/cmd/kube-proxy)
-fi
-if [ ! -x "$BIN/coredns" ]; then
-  log "building CoreDNS $COREDNS_VERSION (kubeadm's Corefile plugins only)"
-  CB="$WORK/build/coredns"; mkdir -p "$CB"; cp "$HERE/src/coredns/"* "$CB/"
-  sed -i "s#coredns/coredns v.*#coredns/coredns $COREDNS_VERSION#" "$CB/go.mod"
-  (cd "$CB" && nice -n 10 go mod tidy >/dev/null && gob -ldflags "-s -w" -o "$BIN/coredns" .)
-fi
 if [ ! -x "$BIN/crictl" ]; then
   log "building crictl $CRICTL_VERSION"
   GOBIN="$BIN" GOFLAGS= nice -n 10 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
 fi
-log "building pause, kindnetd-lite and the workload stand-in (seconds)"
-(cd "$HERE/src" && for p in pause kindnetd workload; do gob -ldflags "-s -w" -o "$BIN/$p" "./$p"; done)
 
 # --- the base image (debootstrapped bookworm + kind's base files) -----------------------------------------------
 # kind's module holds the base image's files and the names of its component images: fetched here, by this script,
@@ -203,6 +191,35 @@ EOF
     --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' - "$BASE_TAG" >/dev/null
   rm -rf "$ROOTFS"  # the image holds it now
 fi
+
+# --- the end of the base image ---------------------------------------------------------------------------------
+if [ "$BASE_ONLY" = 1 ]; then
+  log "base image $BASE_TAG ready"
+  echo "$BASE_TAG"
+  exit 0
+fi
+
+# --- Go builds that need the control plane's module (kubelet, kubeadm, kube-proxy), CoreDNS, the small ones ------
+if [ ! -x "$BIN/kubelet" ] || [ ! -x "$BIN/kubeadm" ] || [ ! -x "$BIN/kube-proxy" ]; then
+  log "building kubelet, kubeadm, kube-proxy $K8S"
+  KB="$WORK/build/k8s"; mkdir -p "$KB"
+  # The control plane's wrapper module (cluster/gobuild.py): its staging pins apply here too. Its go.sum is reused
+  # when `gpulab binaries` built the control plane here (it may have downloaded it instead); -mod=mod fills it in.
+  "$PY" -c 'from cluster import gobuild; print(gobuild.kube_wrapper_gomod(), end="")' > "$KB/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kubelet"\n\t_ "k8s.io/kubernetes/cmd/kubeadm"\n\t_ "k8s.io/kubernetes/cmd/kube-proxy"\n)\n' > "$KB/tools.go"
+  GOSUM="$CACHE/build/kubernetes-$K8S/go.sum"
+  if [ -f "$GOSUM" ]; then cp "$GOSUM" "$KB/"; else (cd "$KB" && nice -n 10 go mod tidy >/dev/null); fi
+  (cd "$KB" && gob -ldflags "$LDFLAGS" -o "$BIN/" k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubeadm \
+     k8s.io/kubernetes/cmd/kube-proxy)
+fi
+if [ ! -x "$BIN/coredns" ]; then
+  log "building CoreDNS $COREDNS_VERSION (kubeadm's Corefile plugins only)"
+  CB="$WORK/build/coredns"; mkdir -p "$CB"; cp "$HERE/src/coredns/"* "$CB/"
+  sed -i "s#coredns/coredns v.*#coredns/coredns $COREDNS_VERSION#" "$CB/go.mod"
+  (cd "$CB" && nice -n 10 go mod tidy >/dev/null && gob -ldflags "-s -w" -o "$BIN/coredns" .)
+fi
+log "building pause, kindnetd-lite and the workload stand-in (seconds)"
+(cd "$HERE/src" && for p in pause kindnetd workload; do gob -ldflags "-s -w" -o "$BIN/$p" "./$p"; done)
 
 # --- component images and the release tarball kind's `--type file` reads ----------------------------------------
 log "component images and the release tarball"
@@ -279,7 +296,7 @@ rm -f "$WORK/kube-proxy.raw.tar"
 for b in kubelet kubeadm kube-proxy; do cp "$BIN/$b" "$SB/"; done
 cp "$CP_BIN/kubectl" "$SB/"
 echo "$K8S" > "$REL/kubernetes/version"
-tar -C "$REL" -czf "$WORK/kubernetes-server-linux-amd64.tar.gz" kubernetes
+tar -C "$REL" -cf - kubernetes | gzip -1 > "$WORK/kubernetes-server-linux-amd64.tar.gz"  # read once, by kind: fast over small
 rm -rf "$REL" "$CTX"
 
 # --- the node image ----------------------------------------------------------------------------------------------

@@ -95,3 +95,36 @@ def test_a_service_monitor_resolves_to_the_services_target_port_by_port_name() -
     assert "does not match" in rule(**{**ok, "selector": {"matchLabels": {"app": "dcgm-exporter"}}})[1]
     assert "'metrics'" in rule(**{**ok, "endpoints": [{"port": "metrics"}]})[1]
     assert rule(**{**ok, "namespaceSelector": {"any": True}})[0] == (9400, "/metrics")
+
+
+def test_a_label_regex_runs_under_re2_in_linear_time() -> None:
+    """A catastrophic pattern for a backtracking engine ((a+)+$ against a long run of a's and a stop) is answered
+    at once: RE2, as Prometheus (Go's regexp) runs it, not Python's re."""
+    import time
+
+    labels = {"node": "a" * 5000 + "!"}
+    matcher = promql.Matcher("node", "=~", "(a+)+")
+    started = time.monotonic()
+    assert matcher.test(labels) is False
+    assert time.monotonic() - started < 1.0
+
+
+@pytest.mark.parametrize(("pattern", "value", "matches"), [
+    ("h100-.*", "h100-0", True),
+    ("h100", "h100-0", False),  # anchored at both ends, as Prometheus anchors it
+    ("a.b", "a\nb", True),  # `.` matches a newline ((?s:...), as in Prometheus)
+    ("x|h100-0", "h100-0", True),
+])
+def test_a_label_regex_is_anchored_like_prometheus(pattern: str, value: str, matches: bool) -> None:
+    assert promql.Matcher("node", "=~", pattern).test({"node": value}) is matches
+    assert promql.Matcher("node", "!~", pattern).test({"node": value}) is not matches
+
+
+@pytest.mark.parametrize(("pattern", "says"), [
+    ("a)|(b", "not a valid regular expression"),  # must not escape the anchoring group
+    ("(?<=a)b", "not a valid regular expression"),  # look-behind: Python's re has it, RE2 does not
+    ("x" * 2000, "longer than gpulab reads"),
+])
+def test_a_bad_label_regex_is_refused_at_parse_time(pattern: str, says: str) -> None:
+    with pytest.raises(promql.PromQLError, match=says):
+        promql.parse(f'kube_node_info{{node=~"{pattern}"}}')
