@@ -31,6 +31,7 @@ from cluster.kube.client import Client
 from graders import Bundle, Check, FleetFacts, LiveView, Report, load_bundle
 from labs import catalog, evidence, replay as replay_mod
 from labs.spec import LabSpec
+from quizzes.render import csv_cell
 
 BUNDLE_FILE = "evidence.json"  # what lab.submit() writes into the lab folder
 
@@ -328,11 +329,15 @@ def csv_writer(path: Path, spec: LabSpec) -> Iterator[Callable[[BatchRow], None]
 
 
 def csv_row(row: BatchRow, check_ids: list[str]) -> list[str]:
+    """One grades row; every cell as text a spreadsheet will not run (a submission's name is the learner's to choose,
+    and an error message may quote it): the quiz CSV's own rule, ``quizzes.render.csv_cell``."""
     if row.report is None:
-        return [row.submission, "", "", "", *([""] * len(check_ids)), row.error]
-    got = {c.id: ("1" if c.passed else "0") for c in row.report.checks}
-    return [row.submission, f"{row.report.score:g}", f"{row.report.max_score:g}",
-            str(row.report.passed).lower(), *(got.get(i, "") for i in check_ids), ""]
+        cells = [row.submission, "", "", "", *([""] * len(check_ids)), row.error]
+    else:
+        got = {c.id: ("1" if c.passed else "0") for c in row.report.checks}
+        cells = [row.submission, f"{row.report.score:g}", f"{row.report.max_score:g}",
+                 str(row.report.passed).lower(), *(got.get(i, "") for i in check_ids), ""]
+    return [csv_cell(c) for c in cells]
 
 
 def write_csv(path: Path, spec: LabSpec, rows: list[BatchRow]) -> None:

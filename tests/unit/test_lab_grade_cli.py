@@ -186,3 +186,20 @@ def test_lab_commands_on_a_lab_never_started_say_how_to_start_it(capsys: pytest.
     monkeypatch.setenv("GPULAB_STATE_DIR", str(tmp_path))
     code, _, err = run(capsys, "lab", "check", "05-dra")
     assert code == 1 and "has not been started" in err and "gpulab lab start 05-dra" in err
+
+
+def test_a_submission_named_like_a_formula_is_text_in_the_grades_csv(capsys: pytest.CaptureFixture[str],
+                                                                    tmp_path: Path) -> None:
+    """A learner chooses the submission's name: one that a spreadsheet would run (=HYPERLINK(...), +, -, @) is
+    written with a leading apostrophe, in its own cell and wherever the error message quotes it."""
+    batch = tmp_path / "batch"
+    name = '=HYPERLINK("example.invalid","x")'
+    shutil.copytree(ROOT / "labs" / LAB / "starter", batch / name)
+    (batch / "@sum").mkdir()
+    (batch / "@sum" / "evidence.json").write_text("not json at all")
+    code, _, _ = run(capsys, "grade", LAB, "--batch", str(batch), "--static")
+    assert code == 0
+    rows = list(csv.reader((batch / f"grades-{LAB}.csv").open()))
+    cells = [cell for row in rows[1:] for cell in row]
+    assert "'" + name in cells and "'@sum" in cells
+    assert not any(cell[:1] in ("=", "+", "-", "@") and cell != "-" for cell in cells), cells
