@@ -10,6 +10,11 @@ The class's ``nbgrader_config.py`` (``hubconfig.NBGRADER_CONFIG``, written by ``
   on a cluster the instructor's account starts for the purpose (``labs.grader_cluster``), writes each task's
   points into the gradebook and the grader's report into the task's cell. nbgrader's sanitising steps still run
   first (outputs cleared, locked cells restored from the release).
+- ``CheckedCollect`` as the exchange's collect (``ExchangeFactory.collect``): a submission counts only when the
+  system says its folder belongs to the learner its name claims. nbgrader's own collect only warns ("cheating
+  attempt?") and then collects it, and the newest folder wins, so a folder ``bob+lab+...`` that ann made in the
+  world-writable inbound replaced bob's real submission. A forged folder is never collected (bob's own newest
+  submission is, as if the forgery were not there) and is listed in ``loop.refused_path(course, lab)``.
 - ``CheckedRelease`` as the exchange's release (``ExchangeFactory.release_assignment``): Release, from
   formgrader or ``nbgrader release_assignment``, refuses a release folder that holds anything but the lab's
   notebook or a cell with a solution or hidden tests (``loop.release_problems``, as ``gpulab class release``).
@@ -17,11 +22,15 @@ The class's ``nbgrader_config.py`` (``hubconfig.NBGRADER_CONFIG``, written by ``
 
 from __future__ import annotations
 
+import json
+import os
+import pwd
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from nbgrader.exchange.abc import ExchangeError
+from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.exchange.default.release_assignment import ExchangeReleaseAssignment
 from nbgrader.preprocessors import NbGraderPreprocessor
 
@@ -85,4 +94,37 @@ class CheckedRelease(ExchangeReleaseAssignment):  # type: ignore[misc]  # nbgrad
             message = f"{lab_id} was not released: " + "; ".join(problems)
             self.log.error(message)  # nbgrader's apps print an ExchangeError's class, not its text
             raise ExchangeError(message)
+        super().copy_files()
+
+
+def owner_name(path: str) -> str:
+    """The account that owns ``path`` (not followed if it is a link), by the system's word."""
+    uid = os.lstat(path).st_uid
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+class CheckedCollect(ExchangeCollect):  # type: ignore[misc]  # nbgrader is untyped
+    """The exchange's collect, taking a submission only from the learner whose folder it is."""
+
+    def _path_to_record(self, path: str) -> dict[str, Any]:
+        record: dict[str, Any] = super()._path_to_record(path)
+        owner = owner_name(path)
+        if os.path.islink(path) or owner != record["username"]:
+            # A group of its own (no learner has this name), so it can never be the named learner's newest.
+            record["claimed"], record["owner"] = record["username"], owner
+            record["username"] = f"\0refused {record['filename']}"
+        return record
+
+    def copy_files(self) -> None:
+        refused = [r for r in self.src_records if "claimed" in r]
+        self.src_records = [r for r in self.src_records if "claimed" not in r]
+        for r in refused:
+            self.log.error("%s claims to be %s's submission but belongs to %s: not collected",
+                           r["filename"], r["claimed"], r["owner"])
+        out = loop.refused_path(Path(self.coursedir.root), self.coursedir.assignment_id)
+        out.write_text(json.dumps([{"folder": r["filename"], "claims": r["claimed"], "owner": r["owner"]}
+                                   for r in refused], indent=1), encoding="utf-8")
         super().copy_files()

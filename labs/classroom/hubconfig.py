@@ -38,6 +38,8 @@ c.GenerateFeedback.exporter_class = "labs.classroom.feedback.FeedbackExporter"
 # (no Execute, no SaveAutoGrades, which would give the locked comment-only task cells full marks) and takes
 # each task's points from replaying the learner's evidence on a cluster the instructor's account starts.
 c.ExchangeFactory.release_assignment = "labs.classroom.formgrade.CheckedRelease"
+# Collect takes a submission only from the learner whose folder it is (the system's owner, not the folder's name).
+c.ExchangeFactory.collect = "labs.classroom.formgrade.CheckedCollect"
 c.Autograde.autograde_preprocessors = [
     "labs.classroom.formgrade.ReplayGrade",
     "nbgrader.preprocessors.AssignLatePenalties",

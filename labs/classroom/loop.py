@@ -53,11 +53,30 @@ def release(course: Path, lab_id: str, step: Callable[[str], None] = lambda _: N
     return folder
 
 
+def refused_path(course: Path, lab_id: str) -> Path:
+    """Where collect (``formgrade.CheckedCollect``) lists the submissions of ``lab_id`` it refused: folders in the
+    exchange named for one learner but owned by another account (JSON, rewritten at each collect)."""
+    return course / f"collect-refused-{lab_id}.json"
+
+
+def refused(course: Path, lab_id: str) -> list[dict[str, str]]:
+    """The submissions the last collect of ``lab_id`` refused (none when it wrote no list)."""
+    try:
+        data = json.loads(refused_path(course, lab_id).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [{k: str(r.get(k, "")) for k in ("folder", "claims", "owner")} for r in data if isinstance(r, dict)] \
+        if isinstance(data, list) else []
+
+
 def grade(course: Path, lab_id: str, step: Callable[[str], None] = lambda _: None, *,
           replay_on: Path | None = None) -> list[nbgrader_autograde.Graded]:
     catalog.get(lab_id)
     step(f"{lab_id}: collect")
     course_nbgrader.run_nbgrader(["collect", lab_id, "--update"], course)
+    for r in refused(course, lab_id):
+        step(f"{lab_id}: refused {r['folder']}: it claims to be {r['claims']}'s submission but belongs to "
+             f"{r['owner']}")
     step(f"{lab_id}: starting the grader's cluster")
     with GraderCluster(kubeconfig=replay_on) as cluster:
         graded = nbgrader_autograde.autograde(course, lab_id, cluster.client, step=step)

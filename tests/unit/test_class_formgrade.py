@@ -6,6 +6,7 @@ exchange's release), so they are driven here; the hub's browser test presses the
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -14,7 +15,8 @@ import pytest
 
 from cluster import errors
 from labs import course_nbgrader
-from labs.classroom import hubconfig, layout
+from labs.classroom import hubconfig, layout, loop
+from prerequisites import require
 
 LAB = "01-device-plugins"
 
@@ -89,3 +91,36 @@ def test_an_assignment_that_is_not_a_lab_is_refused_at_release_and_at_autograde_
         course_nbgrader.run_nbgrader(["autograde", "hw1", "--force"], root)
     assert "'hw1' is not one of the course's labs" in graded.value.output
     assert not marker.exists(), "Autograde executed the learner's notebook"
+
+
+def _inbound(cd: layout.ClassDir, learner: str, stamp: str, owner: str, note: str) -> Path:
+    import pwd
+
+    folder = cd.exchange / "gpulab" / "inbound" / f"{learner}+{LAB}+{stamp}+{note}"
+    (folder).mkdir(parents=True)
+    shutil.copyfile(Path(__file__).resolve().parents[2] / "course" / "nbgrader" / "source" / LAB / f"{LAB}.ipynb",
+                    folder / f"{LAB}.ipynb")
+    (folder / "note.txt").write_text(note)
+    (folder / "timestamp.txt").write_text(stamp)
+    uid = pwd.getpwnam(owner).pw_uid
+    for path in (folder, *folder.iterdir()):
+        os.lchown(path, uid, uid)
+    return folder
+
+
+def test_collect_takes_a_submission_only_from_the_learner_whose_folder_it_is(tmp_path: Path) -> None:
+    """The exchange's inbound is world-writable: a folder named for `daemon` but made by `nobody` (a forgery,
+    newer than daemon's real one) is refused and listed; daemon's own submission is the one collected."""
+    require(os.geteuid() == 0, "giving folders to other accounts needs root")
+    root = _course(tmp_path)
+    cd = layout.ClassDir(tmp_path / "class")
+    _inbound(cd, "daemon", "2026-01-15 12:00:00.000000 UTC", "daemon", "real")
+    _inbound(cd, "daemon", "2026-01-15 13:00:00.000000 UTC", "nobody", "forged")
+    _inbound(cd, "nobody", "2026-01-15 12:30:00.000000 UTC", "nobody", "own")
+
+    course_nbgrader.run_nbgrader(["collect", LAB, "--update"], root)
+
+    assert (root / "submitted" / "daemon" / LAB / "note.txt").read_text() == "real"
+    assert (root / "submitted" / "nobody" / LAB / "note.txt").read_text() == "own"
+    assert loop.refused(root, LAB) == [{"folder": f"daemon+{LAB}+2026-01-15 13:00:00.000000 UTC+forged",
+                                        "claims": "daemon", "owner": "nobody"}]
