@@ -109,6 +109,8 @@ def owner_name(path: str) -> str:
 class CheckedCollect(ExchangeCollect):  # type: ignore[misc]  # nbgrader is untyped
     """The exchange's collect, taking a submission only from the learner whose folder it is."""
 
+    src_records: list[dict[str, Any]]  # set by nbgrader's init_src: the newest record of each name
+
     def _path_to_record(self, path: str) -> dict[str, Any]:
         record: dict[str, Any] = super()._path_to_record(path)
         owner = owner_name(path)
