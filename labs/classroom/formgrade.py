@@ -15,6 +15,8 @@ The class's ``nbgrader_config.py`` (``hubconfig.NBGRADER_CONFIG``, written by ``
   attempt?") and then collects it, and the newest folder wins, so a folder ``bob+lab+...`` that ann made in the
   world-writable inbound replaced bob's real submission. A forged folder is never collected (bob's own newest
   submission is, as if the forgery were not there) and is listed in ``loop.refused_path(course, lab)``.
+- ``CheckedSubmit`` as the exchange's submit (``ExchangeFactory.submit``): the submission folder is the learner's
+  alone (0755, not nbgrader's 0777), and collect refuses a folder holding anything of another account's.
 - ``CheckedRelease`` as the exchange's release (``ExchangeFactory.release_assignment``): Release, from
   formgrader or ``nbgrader release_assignment``, refuses a release folder that holds anything but the lab's
   notebook or a cell with a solution or hidden tests (``loop.release_problems``, as ``gpulab class release``).
@@ -32,6 +34,7 @@ from typing import Any
 from nbgrader.exchange.abc import ExchangeError
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.exchange.default.release_assignment import ExchangeReleaseAssignment
+from nbgrader.exchange.default.submit import ExchangeSubmit
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from cluster.kube.client import Client
@@ -97,6 +100,16 @@ class CheckedRelease(ExchangeReleaseAssignment):  # type: ignore[misc]  # nbgrad
         super().copy_files()
 
 
+def _foreign_entries(folder: str, owner: str) -> bool:
+    """Whether anything in the submission ``folder`` belongs to another account, or is a link."""
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in (*dirnames, *filenames):
+            path = os.path.join(dirpath, name)
+            if os.path.islink(path) or owner_name(path) != owner:
+                return True
+    return False
+
+
 def owner_name(path: str) -> str:
     """The account that owns ``path`` (not followed if it is a link), by the system's word."""
     uid = os.lstat(path).st_uid
@@ -114,7 +127,7 @@ class CheckedCollect(ExchangeCollect):  # type: ignore[misc]  # nbgrader is unty
     def _path_to_record(self, path: str) -> dict[str, Any]:
         record: dict[str, Any] = super()._path_to_record(path)
         owner = owner_name(path)
-        if os.path.islink(path) or owner != record["username"]:
+        if os.path.islink(path) or owner != record["username"] or _foreign_entries(path, owner):
             # A group of its own (no learner has this name), so it can never be the named learner's newest.
             record["claimed"], record["owner"] = record["username"], owner
             record["username"] = f"\0refused {record['filename']}"
@@ -130,3 +143,13 @@ class CheckedCollect(ExchangeCollect):  # type: ignore[misc]  # nbgrader is unty
         out.write_text(json.dumps([{"folder": r["filename"], "claims": r["claimed"], "owner": r["owner"]}
                                    for r in refused], indent=1), encoding="utf-8")
         super().copy_files()
+
+
+class CheckedSubmit(ExchangeSubmit):  # type: ignore[misc]  # nbgrader is untyped
+    """The exchange's submit, leaving the submission folder writable by its learner alone. nbgrader makes it 0777
+    (so that an instructor may delete it later), which let anyone who learnt its name put files into another
+    learner's submission or remove theirs; 0755 keeps it readable for collect."""
+
+    def copy_files(self) -> None:
+        super().copy_files()
+        os.chmod(os.path.join(self.inbound_path, self.assignment_filename), 0o755)

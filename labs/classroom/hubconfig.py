@@ -40,6 +40,7 @@ c.GenerateFeedback.exporter_class = "labs.classroom.feedback.FeedbackExporter"
 c.ExchangeFactory.release_assignment = "labs.classroom.formgrade.CheckedRelease"
 # Collect takes a submission only from the learner whose folder it is (the system's owner, not the folder's name).
 c.ExchangeFactory.collect = "labs.classroom.formgrade.CheckedCollect"
+c.ExchangeFactory.submit = "labs.classroom.formgrade.CheckedSubmit"
 c.Autograde.autograde_preprocessors = [
     "labs.classroom.formgrade.ReplayGrade",
     "nbgrader.preprocessors.AssignLatePenalties",

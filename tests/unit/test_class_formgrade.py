@@ -124,3 +124,18 @@ def test_collect_takes_a_submission_only_from_the_learner_whose_folder_it_is(tmp
     assert (root / "submitted" / "nobody" / LAB / "note.txt").read_text() == "own"
     assert loop.refused(root, LAB) == [{"folder": f"daemon+{LAB}+2026-01-15 13:00:00.000000 UTC+forged",
                                         "claims": "daemon", "owner": "nobody"}]
+
+
+def test_a_submission_folder_is_writable_by_its_learner_alone(tmp_path: Path) -> None:
+    """nbgrader's submit leaves the folder 0777; the class's submit makes it 0755 (no one else may add or remove
+    files in it), and collect still reads it."""
+    root = _course(tmp_path)
+    course_nbgrader.run_nbgrader(["release_assignment", LAB, "--force"], root)
+    work = tmp_path / "learner" / LAB
+    work.mkdir(parents=True)
+    shutil.copyfile(root / "release" / LAB / f"{LAB}.ipynb", work / f"{LAB}.ipynb")
+    course_nbgrader.run_nbgrader(["submit", str(work), "--assignment", LAB], root)
+    inbound = list((tmp_path / "class" / "exchange" / "gpulab" / "inbound").iterdir())
+    assert len(inbound) == 1 and inbound[0].stat().st_mode & 0o7777 == 0o755, oct(inbound[0].stat().st_mode)
+    course_nbgrader.run_nbgrader(["collect", LAB, "--update"], root)
+    assert list((root / "submitted").glob(f"*/{LAB}/{LAB}.ipynb"))
