@@ -5,7 +5,8 @@ broken, hostile or speak for someone else. The rules:
 
 - A store that cannot be opened, is not our schema or takes too long is left out and reported.
 - Malformed rows and responses that do not fit their item are left out and reported per store; the rest counts.
-- A store's **owner** is the learner named by a folder on its path (the nbgrader layout), else its only
+- A store's **owner** is the learner the caller names by the system's word (the home it was read from), else the
+  learner named by a folder on its path (the nbgrader layout), else its only
   learner. Rows for any other learner in an owned store are refused and reported. A store with several learners
   and no owner on its path is a shared (per-machine) store: its learners are taken as they are.
 - A learner found in several stores: only the stores whose path names them count (nbgrader keeps one folder
@@ -19,7 +20,7 @@ Every answer that comes out has been graded again from the banks (``report.resco
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,7 +70,7 @@ class _Read:
     failed: bool = False
 
 
-def _read(path: Path, banks: Sequence[model.Bank], time_limit: float) -> _Read:
+def _read(path: Path, banks: Sequence[model.Bank], time_limit: float, known_owner: str | None = None) -> _Read:
     try:
         with store.Store.read_only(path, time_limit=time_limit) as opened:
             found, problems = opened.scan()
@@ -78,7 +79,9 @@ def _read(path: Path, banks: Sequence[model.Bank], time_limit: float) -> _Read:
     graded, misfits = report.rescore(banks, found)
     problems += [f"{path}: {m}" for m in misfits]
     learners = sorted({a.learner for a in graded})
-    owner, named = owner_of(path, learners)
+    # An owner the system vouches for (the learner whose home the store was read from) outranks any name in the
+    # rows: a store whose rows are all for someone else is then refused whole, never reported as theirs.
+    owner, named = (known_owner, True) if known_owner is not None else owner_of(path, learners)
     if owner is not None:
         others = sorted({a.learner for a in graded if a.learner != owner})
         if others:
@@ -90,9 +93,12 @@ def _read(path: Path, banks: Sequence[model.Bank], time_limit: float) -> _Read:
 
 
 def collect(paths: Sequence[Path], banks: Sequence[model.Bank], *,
-            time_limit: float = store.READ_TIME_LIMIT_S) -> Collection:  # fmt: skip
-    """Read every store (see the module docstring for what is refused) and return the answers to report on."""
-    reads = [_read(Path(p), banks, time_limit) for p in paths]
+            time_limit: float = store.READ_TIME_LIMIT_S, owners: Mapping[Path, str] | None = None) -> Collection:
+    """Read every store (see the module docstring for what is refused) and return the answers to report on.
+    ``owners`` names the learner a store belongs to by the system's word (whose home it came from), for the
+    stores where that is known; the rows' own learner names then count for nothing."""
+    known = owners or {}
+    reads = [_read(Path(p), banks, time_limit, known.get(Path(p))) for p in paths]
     holders: dict[str, list[_Read]] = defaultdict(list)
     for read in reads:
         for learner in sorted({a.learner for a in read.answers}):

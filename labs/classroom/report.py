@@ -109,7 +109,7 @@ def build(cd: layout.ClassDir) -> ClassReport:
     banks = list(quizzes.builtin_banks())
     with tempfile.TemporaryDirectory(prefix="gpulab-class-report-") as tmp:
         paths = copy_stores(learners, Path(tmp))
-        collected = collect.collect(paths, banks)
+        collected = collect.collect(paths, banks, owners={p: p.parent.name for p in paths})  # into/<learner>/
     answers = list(collected.answers)
     return ClassReport(tuple(learners), labs, rows, quiz_report.aggregate(banks, answers),
                        analysis.analyse(banks, answers), tuple(collected.problems), len(paths))

@@ -255,3 +255,16 @@ def test_names_with_control_characters_are_malformed_rows(tmp_path: Path) -> Non
         found, problems = opened.scan()
     assert [a.learner for a in found] == ["ann"]
     assert len(problems) == 2 and all("not a printable name of at most 200 characters" in p for p in problems)
+
+
+def test_a_store_in_a_learners_home_counts_only_for_that_learner(tmp_path: Path) -> None:
+    """The class report names each store's owner by the home it was read from, so a store in mallory's home
+    holding only all-right rows for ann (who answered nothing) counts for no one: it never becomes ann's."""
+    from quizzes import collect
+
+    forged = tmp_path / "mallory" / "quiz-answers.sqlite3"
+    store_of(forged, "ann", demo(), right=True)
+    assert {a.learner for a in collect.collect([forged], [demo()]).answers} == {"ann"}  # the rows alone would say
+    found = collect.collect([forged], [demo()], owners={forged: "mallory"})
+    assert found.answers == ()
+    assert any("for other learner(s) ann refused: this store belongs to mallory" in p for p in found.problems)
