@@ -43,11 +43,14 @@ SHARED_UNITS = {
     "tests/e2e/test_class_hub_round_trip.py": "class-mode",
     "tests/e2e/test_class_hub_isolation.py": "class-mode",
 }
-# The longest units (measured in a whole run; docs/ci.md), in the order they start; every other file follows in
+# The longest units (measured in a serial run on a new machine, 2026-11-28), in the order they start; every other file follows in
 # this tier order, and keeps its place within its tier.
 LONG_FIRST = (
-    "tests/kind/test_labs_on_kind.py",
-    "class-mode",
+    "tests/kind/test_labs_on_kind.py",  # about 400 s
+    "tests/e2e/test_labs.py",  # every lab, about 20 s each
+    "class-mode",  # about 340 s together
+    "tests/e2e/test_bench_quick.py",  # about 240 s
+    "tests/browser/test_course_lab_browser.py",  # about 200 s
 )
 _TIER_ORDER = ("kind", "browser", "e2e", "notebooks", "gobuild", "static", "unit")
 
