@@ -58,7 +58,8 @@ kind-image: install kind-base
 # Jupyter refuses to start as root unless told (containers and CI-like machines run as root).
 JUPYTER_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-course: install
+course:
+	@$(STAGE) install $(MAKE) --no-print-directory -j3 install
 	$(GPULAB) up
 	@eval "$$($(GPULAB) env)"; echo ">> KUBECONFIG=$$KUBECONFIG"; \
 	  export KUBECONFIG PATH; \

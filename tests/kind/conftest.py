@@ -20,16 +20,23 @@ from cluster.progress import LogProgress
 SCRIPT = Path(__file__).resolve().parents[2] / ".ci" / "kind" / "node-image.sh"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # torn down after the tier's file: an idle kind cluster keeps half a core busy
 def kind_backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KindBackend]:
     ready = subprocess.run([str(SCRIPT), "--check"], capture_output=True, text=True, timeout=120, check=False)
     require(ready.returncode == 0, "the offline kind node image is not built or Docker is not answering: run "
                                    f"{SCRIPT} (CI's .ci/run does)")
     root = tmp_path_factory.mktemp("gpulab-kind-state")
+    before = os.environ.get("GPULAB_STATE_DIR")
     os.environ["GPULAB_STATE_DIR"] = str(root)
-    backend = KindBackend(os.environ.get("GPULAB_KIND_CLUSTER", "gpulab-e2e"), root)
-    backend.up(fleet_mod.load("starter"), LogProgress())
     try:
-        yield backend
-    finally:
-        backend.down(purge=True)
+        backend = KindBackend(os.environ.get("GPULAB_KIND_CLUSTER", "gpulab-e2e"), root)
+        backend.up(fleet_mod.load("starter"), LogProgress())
+        try:
+            yield backend
+        finally:
+            backend.down(purge=True)
+    finally:  # the tests that run after this file in the same worker see the state dir they saw before
+        if before is None:
+            os.environ.pop("GPULAB_STATE_DIR", None)
+        else:
+            os.environ["GPULAB_STATE_DIR"] = before
