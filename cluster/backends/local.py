@@ -530,6 +530,9 @@ class LocalBackend(StateDir):
 
     def down(self, *, purge: bool = False) -> None:
         if not os.path.lexists(self.dir):
+            # The state folder was removed under a running cluster (rm -rf): there is nothing to lock or purge,
+            # but its programs still run from where it was, and down must stop them (the supervisor's safety net).
+            self.sup.stop_all([])
             return
         if not safefs.looks_like_state(self.dir):
             if purge:

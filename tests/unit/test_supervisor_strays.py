@@ -63,3 +63,23 @@ def test_stop_of_a_process_that_exits_on_its_own_meanwhile_is_not_an_error(tmp_p
     time.sleep(0.05)
     sup.stop("etcd", timeout=2.0)
     assert sup.pid("etcd") is None
+
+
+def test_down_after_the_state_dir_was_removed_still_stops_the_clusters_programs(tmp_path: Path) -> None:
+    """`rm -rf` of the state dir under a running cluster, then `down`: its programs are stopped, not left running
+    while down says the cluster stopped."""
+    from cluster.backends.local import LocalBackend
+
+    backend = LocalBackend("gpulab", tmp_path / "root")
+    backend.dir.mkdir(parents=True)
+    programs = [subprocess.Popen([_program(tmp_path, name), "60"], cwd=backend.dir, start_new_session=True)
+                for name in ("etcd", "kube-control-plane-2")]
+    try:
+        time.sleep(0.2)
+        shutil.rmtree(backend.dir)
+        backend.down()
+        assert all(_gone(p) for p in programs)
+    finally:
+        for p in programs:
+            p.kill()
+            p.wait()
