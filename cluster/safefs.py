@@ -63,6 +63,24 @@ def _looks_like_legacy_state(directory: Path) -> bool:
     return isinstance(data, dict) and data.get("backend") in _LEGACY_BACKENDS
 
 
+# What gpulab writes into a state folder (local, kind and attach backends; the supervisor). An older gpulab's unmarked
+# folder is deleted by ``down --purge`` only when it holds nothing else: its state.json alone is no proof (a git
+# checkout, or any folder, may hold a file of that name).
+STATE_ENTRIES = frozenset({
+    "state.json", ".lock", "admin.kubeconfig", "attach.kubeconfig", "certs", "devices", "etcd", "fleet.yaml",
+    "kind-config.yaml", "kube-scheduler.yaml", "kubeconfigs", "kubelet", "logs", "node-plugin", "pids", "pki",
+    "tenants",
+})
+
+
+def only_state_entries(directory: Path) -> bool:
+    """Whether everything in ``directory`` is something gpulab writes into a state folder."""
+    try:
+        return all(entry.name in STATE_ENTRIES or entry.name.startswith(f"{MARKER}.") for entry in directory.iterdir())
+    except OSError:
+        return False
+
+
 def looks_like_state(directory: Path) -> bool:
     """Marked, or an older gpulab's unmarked state folder (which ``claim`` adopts)."""
     return is_marked(directory) or _looks_like_legacy_state(directory)

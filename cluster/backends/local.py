@@ -538,6 +538,14 @@ class LocalBackend(StateDir):
             if purge:
                 self.purge_state()  # refuses, saying why
             return  # nothing of ours can run from a folder that is not a state folder
+        if purge and not safefs.is_marked(self.dir) and not safefs.only_state_entries(self.dir):
+            # An older gpulab's unmarked folder with more in it than gpulab writes: stopped, never adopted (which
+            # would mark it) and deleted on the word of its state.json alone.
+            self.sup.stop_all(self._all_components())
+            raise errors.ClusterError(
+                f"{self.dir} holds files gpulab did not write beside an older gpulab's state.json; its cluster is "
+                "stopped, and gpulab does not delete the folder",
+                hint=f"look inside {self.dir}, then delete it yourself")
         with self.locked("gpulab down --purge" if purge else "gpulab down"):
             self.sup.stop_all(self._all_components())
             if purge:

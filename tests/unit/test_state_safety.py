@@ -258,3 +258,17 @@ def test_a_folder_purged_while_waiting_is_locked_afresh(tmp_path: Path) -> None:
             assert (d / safefs.LOCK).exists()
     finally:
         holder.wait(10)
+
+
+def test_purge_never_deletes_a_folder_on_the_word_of_an_old_state_json_alone(tmp_path: Path) -> None:
+    """A folder with an older gpulab's state.json but other files too (a checkout, someone's work) is neither
+    adopted nor deleted by down --purge: one clear error, everything left as it was."""
+    folder = tmp_path / "gpulab"
+    folder.mkdir()
+    (folder / "state.json").write_text(json.dumps({"backend": "local"}))
+    (folder / "README.md").write_text("my notes")
+    (folder / ".git").mkdir()
+    before = _snapshot(folder)
+    with pytest.raises(errors.ClusterError, match="does not delete the folder"):
+        LocalBackend("gpulab", tmp_path).down(purge=True)
+    assert _snapshot(folder) == before and not (folder / safefs.MARKER).exists()
