@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import mean
 
-from quizzes import errors, model, scoring
+from quizzes import errors, model, scoring, store
 from quizzes.store import Answer
 
 log = logging.getLogger(__name__)
@@ -100,7 +100,8 @@ def rescore(banks: Sequence[model.Bank], answers: Iterable[Answer]) -> tuple[lis
             graded = scoring.grade(item, answer.response)
         except (errors.QuizError, TypeError, ValueError, OverflowError) as exc:
             problems.append(f"learner {answer.learner}, item {answer.item} attempt {answer.attempt}: the response "
-                            f"{answer.response!r} does not fit the item ({exc}); left out")  # fmt: skip
+                            f"{store.shown(answer.response)} does not fit the item ({str(exc)[:200]}); "
+                            "left out")  # fmt: skip
             continue
         if graded.score != answer.score:
             log.info("%s %s attempt %d: stored score %s, graded again %s", answer.learner, answer.item,

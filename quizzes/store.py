@@ -200,7 +200,7 @@ class Store:
         try:
             version = int(str(row[0])) if row else 0
         except ValueError:
-            raise errors.StoreError(f"{self.path}: not a gpulab quiz store (schema version {row[0]!r})") from None
+            raise errors.StoreError(f"{self.path}: not a gpulab quiz store (schema version {shown(row[0])})") from None
         if version > SCHEMA_VERSION:
             raise errors.StoreError(f"{self.path}: written by a newer gpulab (store schema {version}, this "
                                     f"gpulab reads {SCHEMA_VERSION})", hint="upgrade gpulab")  # fmt: skip
@@ -289,17 +289,27 @@ class Store:
 MAX_NAME = 200  # characters in a learner, section or item id
 
 
+def shown(value: object, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters: a stored value may be megabytes, and messages reach terminals,
+    logs and CSV files (only the start of a long text or list is ever formatted)."""
+    if isinstance(value, (str, bytes)) and len(value) > limit:
+        value = value[:limit]
+    elif isinstance(value, (list, tuple)) and len(value) > limit:
+        value = type(value)(value[:limit])
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def _text(value: object, what: str) -> str:
     """A learner, section or item id: printable text of reasonable length (it reaches terminals and CSV files)."""
     if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME or not value.isprintable():
-        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-        raise ValueError(f"{what} is {shown}, not a printable name of at most {MAX_NAME} characters")
+        raise ValueError(f"{what} is {shown(value)}, not a printable name of at most {MAX_NAME} characters")
     return value
 
 
 def _whole(value: object, what: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{what} is {value!r}, not a whole number >= {minimum}")
+        raise ValueError(f"{what} is {shown(value)}, not a whole number >= {minimum}")
     return value
 
 
@@ -312,16 +322,16 @@ def _response(raw: object) -> list[str] | float:
         return list(decoded)
     if isinstance(decoded, (int, float)) and not isinstance(decoded, bool):
         return float(decoded)
-    raise ValueError(f"the response {str(raw)[:60]!r} is neither a list of option ids nor a number")
+    raise ValueError(f"the response {shown(str(raw))} is neither a list of option ids nor a number")
 
 
 def _answer(row: tuple[object, ...]) -> Answer:
     """One row as an ``Answer``; ``ValueError`` says what is wrong with a row the app cannot have written."""
     learner, section, phase, item, attempt, at, response, score, correct, version = row
     if phase not in model.PHASES:
-        raise ValueError(f"phase is {phase!r}, not pre or post")
+        raise ValueError(f"phase is {shown(phase)}, not pre or post")
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
-        raise ValueError(f"the stored score is {score!r}, not a number in [0, 1]")
+        raise ValueError(f"the stored score is {shown(score)}, not a number in [0, 1]")
     return Answer(_text(learner, "the learner"), _text(section, "the section"), str(phase), _text(item, "the item"),
                   _whole(attempt, "the attempt", 1), str(at), _response(response), float(score), bool(correct),
                   _whole(version, "the bank version", 0))  # fmt: skip

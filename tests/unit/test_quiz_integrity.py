@@ -8,6 +8,7 @@ row that aborted the report, a recursive VIEW that hung it, a store with a schem
 from __future__ import annotations
 
 import csv
+import json
 import os
 import random
 import sqlite3
@@ -268,3 +269,18 @@ def test_a_store_in_a_learners_home_counts_only_for_that_learner(tmp_path: Path)
     found = collect.collect([forged], [demo()], owners={forged: "mallory"})
     assert found.answers == ()
     assert any("for other learner(s) ann refused: this store belongs to mallory" in p for p in found.problems)
+
+
+def test_a_huge_response_is_not_echoed_by_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A 5 MB response (a list of 300,000 option ids a learner's kernel wrote) or a 5 MB phase is reported by its
+    start, not echoed whole into the terminal, the log and the CSV (a store over 64 MiB is not read at all)."""
+    odd = tmp_path / "c" / "bob" / "quiz-answers.sqlite3"
+    store_of(odd, "bob", demo(), right=True)
+    huge = json.dumps(["zz" * 8] * 300_000)
+    assert len(huge) >= 5_000_000
+    add_rows(odd, ("bob", "demo", "post", "q1", 9, huge, 1.0), ("bob", "x" * 5_000_000, "pre", "q1", 10, '["a"]', 1.0))
+    code = cli_main.main(["quiz", "report", str(tmp_path / "c"), "--bank", str(FIXTURES / "valid-minimal.yaml")])
+    captured = capsys.readouterr()
+    assert code == 1 and "Traceback" not in captured.err
+    assert "learner bob, item q1 attempt 9: the response ['zzzzzzzzzzzzzzzz'" in captured.err
+    assert len(captured.err) < 5_000 and len(captured.out) < 100_000, (len(captured.err), len(captured.out))
