@@ -16,8 +16,12 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 c.GenerateAssignment.create_assignment = True
 c.Autograde.create_student = True
 
-# Only used if someone runs `nbgrader autograde` by hand: the notebooks hold no grading code.
-c.Execute.timeout = 30
-c.Execute.interrupt_on_timeout = True
+# `nbgrader autograde` run by hand grades as `gpulab course nbgrader-demo` does: by replaying the learner's evidence
+# on a cluster of the grader's, never by executing the notebook (whose locked, comment-only task cells plain
+# nbgrader would give full marks); and the exchange checks who a submission belongs to. One source for every
+# grading config of the course: labs/classroom/nbsafe.py.
+from labs.classroom import nbsafe  # noqa: E402
+
+nbsafe.configure(c)
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}

@@ -33,19 +33,10 @@ c.CourseDirectory.course_id = {course_id!r}
 c.Exchange.root = {exchange!r}
 # Renders feedback under the class runtime's interpreter too (labs/classroom/feedback.py says why).
 c.GenerateFeedback.exporter_class = "labs.classroom.feedback.FeedbackExporter"
-# Formgrader's buttons do what `gpulab class release/grade` do (labs/classroom/formgrade.py says why): Release
-# refuses anything but the lab's notebook without solutions; Autograde never executes the learner's notebook
-# (no Execute, no SaveAutoGrades, which would give the locked comment-only task cells full marks) and takes
-# each task's points from replaying the learner's evidence on a cluster the instructor's account starts.
-c.ExchangeFactory.release_assignment = "labs.classroom.formgrade.CheckedRelease"
-# Collect takes a submission only from the learner whose folder it is (the system's owner, not the folder's name).
-c.ExchangeFactory.collect = "labs.classroom.formgrade.CheckedCollect"
-c.ExchangeFactory.submit = "labs.classroom.formgrade.CheckedSubmit"
-c.Autograde.autograde_preprocessors = [
-    "labs.classroom.formgrade.ReplayGrade",
-    "nbgrader.preprocessors.AssignLatePenalties",
-    "nbgrader.preprocessors.CheckCellMetadata",
-]
+# Formgrader's buttons do what `gpulab class release/grade` do, and collect and submit check who a submission
+# belongs to (labs/classroom/formgrade.py says why): the settings every grading config of the course loads.
+from labs.classroom import nbsafe
+nbsafe.configure(c)
 '''
 
 _TEMPLATE = '''"""JupyterHub for the gpulab class in {root} (written by `gpulab class init`; see labs/classroom/hubconfig.py)."""

@@ -139,3 +139,39 @@ def test_a_submission_folder_is_writable_by_its_learner_alone(tmp_path: Path) ->
     assert len(inbound) == 1 and inbound[0].stat().st_mode & 0o7777 == 0o755, oct(inbound[0].stat().st_mode)
     course_nbgrader.run_nbgrader(["collect", LAB, "--update"], root)
     assert list((root / "submitted").glob(f"*/{LAB}/{LAB}.ipynb"))
+
+
+@pytest.mark.parametrize("config", ["course/nbgrader/nbgrader_config.py", "course/class/nbgrader_config.py"])
+def test_every_shipped_nbgrader_config_autogrades_by_replay_and_checks_the_exchange(tmp_path: Path,
+                                                                                  config: str) -> None:
+    """Plain `nbgrader autograde` with the course folder's or the learner image's config: the learner's notebook
+    does not run, and an untouched submission with no evidence gets no points (it had full marks)."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from labs.classroom import nbsafe
+
+    path = Path(__file__).resolve().parents[2] / config
+    loaded = PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
+    assert list(loaded.Autograde.autograde_preprocessors) == list(nbsafe.AUTOGRADE_PREPROCESSORS)
+    assert {k: loaded.ExchangeFactory[k] for k in nbsafe.EXCHANGE} == nbsafe.EXCHANGE
+
+    root = tmp_path / "course"
+    shutil.copytree(course_nbgrader.default_course_dir() / "source" / LAB, root / "source" / LAB)
+    text = (Path(__file__).resolve().parents[2] / config).read_text(encoding="utf-8")
+    (root / "nbgrader_config.py").write_text(text + f"\nc.CourseDirectory.root = {str(root)!r}\n"
+                                             "c.CourseDirectory.course_id = 'gpulab'\n", encoding="utf-8")
+    course_nbgrader.run_nbgrader(["generate_assignment", LAB, "--force"], root)
+    marker = tmp_path / "learner-code-ran"
+    folder = root / "submitted" / "alice" / LAB
+    folder.mkdir(parents=True)
+    nb = nbformat.read(str(root / "release" / LAB / f"{LAB}.ipynb"), as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(f"open({str(marker)!r}, 'w').write('ran')"))
+    nbformat.write(nb, str(folder / f"{LAB}.ipynb"))
+    course_nbgrader.run_nbgrader(["autograde", LAB, "--force"], root)
+    assert not marker.exists(), "autograde executed the learner's notebook"
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        tasks = [g.auto_score for g in gb.find_submission_notebook(LAB, LAB, "alice").grades
+                 if g.name.startswith("task-")]
+    assert tasks and all(score == 0 for score in tasks), tasks
