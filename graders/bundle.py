@@ -20,7 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from cluster import errors
+from cluster import errors, inside
 from cluster.kube import client as kube
 from graders import findings, live_messages, view as view_mod
 from graders.view import Obj, as_list, as_map, as_str, dig
@@ -197,9 +197,9 @@ def write(path: str | Path, data: Mapping[str, Any]) -> Path:
     if len(payload) > MAX_BYTES:
         raise BundleError(str(out), "bundle/too-large", size=_human(len(payload)), limit=_human(MAX_BYTES))
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_bytes(payload)
-    tmp.replace(out)
+    # Written beside its place under a new name and renamed over it: a link at ``out`` (the folder is a learner's)
+    # is replaced, never written through, and no planted ``.tmp`` link is followed either.
+    inside.write(out.parent, out.name, payload)
     log.info("wrote evidence bundle %s (%s)", out, _human(len(payload)))
     return out
 

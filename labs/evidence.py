@@ -9,10 +9,14 @@ that need it; nothing here raises for bad input.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 
+from cluster import inside
 from graders import ClusterView, FleetFacts, LintResult, lint_texts, source
+
+log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 1024 * 1024
 
@@ -47,13 +51,19 @@ def read_files(folder: Path, names: tuple[str, ...]) -> dict[str, bytes]:
     """The named files of a submission folder; missing ones are left out, oversized ones cut to a marker.
 
     An oversized file is kept as the first bytes beyond the limit so that the YAML reader refuses it with
-    its own "too large" finding instead of us reading megabytes.
+    its own "too large" finding instead of us reading megabytes. The folder may be a learner's, read with the
+    grader's rights: a file that is a symbolic link, or under one, is left out (``cluster.inside``).
     """
     out: dict[str, bytes] = {}
     for name in names:
-        path = folder / name
-        if not path.is_file():
+        try:
+            data = inside.read(folder, name, MAX_FILE_BYTES + 1)
+        except inside.NotInside as exc:  # a link (to ~/.ssh, the grader's files): never opened, never echoed
+            log.warning("%s: %s; it is not read", folder / name, exc.strerror)
             continue
-        with path.open("rb") as fh:
-            out[name] = fh.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            log.warning("%s: %s; it is not read", folder / name, exc.strerror or exc)
+            continue
+        if data is not None:
+            out[name] = data
     return out

@@ -10,13 +10,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import shutil
+import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from cluster import backends, errors, settings
+from cluster import backends, errors, inside, settings
 from cluster.backends import guard, kind as kind_backend
 from cluster.backends.base import state_root
 from cluster.kube.client import Client
@@ -118,11 +118,16 @@ class Lab:
         """Apply the learner's files (all linted manifests when none are named); refusals are results."""
         read: list[tuple[str, kubeapply.Applied | list[Any]]] = []
         for name in names or self.spec.lint_files:
-            path = self.file(name)
-            if not path.is_file():
+            self.file(name)  # a file of the lab, or a clear error
+            try:
+                data = inside.read(self.workdir, name, evidence.MAX_FILE_BYTES + 1)
+            except inside.NotInside as exc:
+                read.append((name, kubeapply.Applied(name, False, f"{exc.strerror}: not read")))
+                continue
+            if data is None:
                 read.append((name, kubeapply.Applied(name, False, "the file does not exist")))
                 continue
-            parsed = source.read_file(path, name)
+            parsed = source.parse_bytes(data, name)
             bad = [f for f in parsed.findings if f.severity is Severity.ERROR]
             if bad:
                 read.append((name, kubeapply.Applied(name, False, f"line {bad[0].line}: {bad[0].message}")))
@@ -274,18 +279,32 @@ class Lab:
                                           hint=f"gpulab status; then gpulab lab reset {self.id}") from exc
 
     def _copy_files(self, folder: str, *, overwrite: bool) -> None:
+        """The lab's ``folder`` files into the learner's folder. The folder is the learner's and may hold links:
+        a file is never written or read through one (``cluster.inside``), and a learner's own version that
+        would be replaced (a link included, as a link) is moved to the backups first."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
         for name in self.spec.files:
-            src, dst = self.spec.directory / folder / name, self.workdir / name
-            if dst.exists():
-                if not overwrite or dst.read_bytes() == src.read_bytes():
-                    continue
-                if dst.read_bytes() != self.spec.starter(name).read_bytes():
-                    backup = self.workdir / BACKUPS / stamp / name
-                    backup.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(dst, backup)
-            shutil.copyfile(src, dst)
+            wanted = (self.spec.directory / folder / name).read_bytes()
+            try:
+                if os.path.lexists(self.workdir / name):
+                    if not overwrite:
+                        continue
+                    starter = self.spec.starter(name).read_bytes()
+                    try:
+                        have = inside.read(self.workdir, name, max(len(wanted), len(starter)) + 1)
+                    except inside.NotInside:
+                        have = None  # a link: kept in the backups as it is, its target never read
+                    if have == wanted:
+                        continue
+                    if have != starter:
+                        inside.move(self.workdir, name, Path(BACKUPS) / stamp / name)
+                inside.write(self.workdir, name, wanted)
+            except inside.NotInside as exc:
+                raise errors.ConfigError(str(self.workdir / name), [
+                    f"{exc.strerror}: gpulab writes a lab's files only inside its folder, never through a link"],
+                    hint=f"replace the link in {self.workdir} with a real folder, or start the lab in a new one "
+                         "(--dir)") from None
 
 
 def _changes(todo: tuple[steps.Step, ...]) -> list[str]:
