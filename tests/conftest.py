@@ -61,11 +61,17 @@ def unit_of(nodeid: str) -> str:
     return SHARED_UNITS.get(path, path)
 
 
+def _folder(nodeid: str) -> str:
+    """The folder under tests/ a test lives in (its tier's folder), or "" for one outside it."""
+    parts = nodeid.split("::", 1)[0].split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "tests" else ""
+
+
 def _rank(item: pytest.Item) -> tuple[int, int]:
     unit = unit_of(item.nodeid)
     if unit in LONG_FIRST:
         return (0, LONG_FIRST.index(unit))
-    folder = item.nodeid.split("/")[1] if item.nodeid.startswith("tests/") else ""
+    folder = _folder(item.nodeid)
     return (1, _TIER_ORDER.index(folder) if folder in _TIER_ORDER else len(_TIER_ORDER))
 
 
@@ -104,8 +110,7 @@ _TIER_COUNTS: dict[str, int] = {}
 
 
 def _tier_of(nodeid: str) -> str:
-    folder = nodeid.split("/", 1)[1].split("/", 1)[0] if nodeid.startswith("tests/") else ""
-    return _TIERS.get(folder, "other")
+    return _TIERS.get(_folder(nodeid), "other")
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

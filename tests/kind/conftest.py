@@ -26,17 +26,13 @@ def kind_backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KindBacke
     require(ready.returncode == 0, "the offline kind node image is not built or Docker is not answering: run "
                                    f"{SCRIPT} (CI's .ci/run does)")
     root = tmp_path_factory.mktemp("gpulab-kind-state")
-    before = os.environ.get("GPULAB_STATE_DIR")
-    os.environ["GPULAB_STATE_DIR"] = str(root)
-    try:
+    # Module-scoped, so pytest's context rather than the function-scoped monkeypatch: the tests that run after this
+    # file in the same worker see the state dir they saw before.
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GPULAB_STATE_DIR", str(root))
         backend = KindBackend(os.environ.get("GPULAB_KIND_CLUSTER", "gpulab-e2e"), root)
         backend.up(fleet_mod.load("starter"), LogProgress())
         try:
             yield backend
         finally:
             backend.down(purge=True)
-    finally:  # the tests that run after this file in the same worker see the state dir they saw before
-        if before is None:
-            os.environ.pop("GPULAB_STATE_DIR", None)
-        else:
-            os.environ["GPULAB_STATE_DIR"] = before
