@@ -175,3 +175,24 @@ def test_every_shipped_nbgrader_config_autogrades_by_replay_and_checks_the_excha
         tasks = [g.auto_score for g in gb.find_submission_notebook(LAB, LAB, "alice").grades
                  if g.name.startswith("task-")]
     assert tasks and all(score == 0 for score in tasks), tasks
+
+
+def test_collect_refuses_a_learners_folder_holding_another_accounts_file(tmp_path: Path) -> None:
+    """`nobody` submits a folder of its own name whose notebook is a hard link to `daemon`'s file (another
+    learner's work, owned by daemon): it is refused, never collected as nobody's."""
+    import pwd
+
+    require(os.geteuid() == 0, "giving folders to other accounts needs root")
+    root = _course(tmp_path)
+    cd = layout.ClassDir(tmp_path / "class")
+    victims = _inbound(cd, "daemon", "2026-01-15 12:00:00.000000 UTC", "daemon", "real")
+    thief = _inbound(cd, "nobody", "2026-01-15 12:30:00.000000 UTC", "nobody", "copied")
+    (thief / f"{LAB}.ipynb").unlink()
+    os.link(victims / f"{LAB}.ipynb", thief / f"{LAB}.ipynb")
+    assert (thief / f"{LAB}.ipynb").stat().st_uid == pwd.getpwnam("daemon").pw_uid
+
+    course_nbgrader.run_nbgrader(["collect", LAB, "--update"], root)
+
+    assert (root / "submitted" / "daemon" / LAB / "note.txt").read_text() == "real"
+    assert not (root / "submitted" / "nobody").exists()
+    assert [r["owner"] for r in loop.refused(root, LAB)] == ["nobody"]
