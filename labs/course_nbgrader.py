@@ -3,8 +3,8 @@
 Each lab becomes an nbgrader assignment ``<lab id>`` with one notebook. The learner does the lab on a cluster,
 runs the notebook's collect cell (``lab.submit`` writes ``evidence.json``: the files and the actions taken)
 and hands both in. The notebook holds no grading code and the release no solutions: grading is
-``labs.nbgrader_autograde``, which runs the learner's notebook confined (``labs.sandbox``) and computes each
-task's points in the grader's own process by replaying the evidence on the grader's cluster.
+``labs.nbgrader_autograde``, which never runs the learner's notebook: it computes each task's points by
+replaying the evidence on the grader's cluster.
 
 ``round_trip`` runs generate_assignment, two simulated students (one hands in the lab's solution files with
 the actions of its solve steps, one the same with a typical mistake in one file), the replay autograde and
@@ -30,6 +30,7 @@ import yaml
 from cluster import errors
 from graders import bundle as bundle_mod
 from labs import catalog, replay
+from labs.classroom import solutions
 from labs.grader_cluster import GraderCluster
 from labs.spec import LabSpec
 
@@ -156,6 +157,7 @@ def evidence_for(course_dir: Path, lab_id: str, student: str) -> dict[str, Any]:
     bundle with no recorded cluster state: grading replays, it never reads one), or that with the lab's
     typical mistake in one file."""
     spec = catalog.get(lab_id)
+    solutions.require(spec.directory, "the simulated students' solved work")
     files = {n: (spec.directory / "solution" / n).read_text(encoding="utf-8") for n in spec.files}
     if student == WRONG:
         mistake = mistakes(course_dir)[lab_id]

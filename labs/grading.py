@@ -238,7 +238,8 @@ def grade_batch(lab_id: str, folder: Path, csv_path: Path | None = None, *, comp
     _warm(spec, compile_cel)
     with csv_writer(out, spec) as write_row:
         for entry in entries:
-            row = _grade_limited(spec, entry, compile_cel, replay, time_limit_s, memory_limit_mb)
+            row = within_budget(entry.name, functools.partial(_grade_one, spec, entry, compile_cel, replay),
+                                Budget(time_limit_s, memory_limit_mb))
             write_row(row)
             rows.append(row)
     return BatchResult(spec.id, tuple(rows), time.perf_counter() - started, out)
@@ -254,61 +255,75 @@ def _warm(spec: LabSpec, compile_cel: bool) -> None:
     gc.freeze()
 
 
-def _grade_one(spec: LabSpec, entry: Path, compile_cel: bool, replay: Callable[[], Client] | None) -> BatchRow:
-    try:
-        if replay is None:
-            return BatchRow(entry.name, grade(spec.id, entry, compile_cel=compile_cel), "")
-        with replay() as client:
-            return BatchRow(entry.name, grade(spec.id, entry, compile_cel=compile_cel, replay=client), "")
-    except errors.CourseError as exc:
-        return BatchRow(entry.name, None, exc.message.splitlines()[0] if not isinstance(
-            exc, errors.ConfigError) else "; ".join(exc.problems))
-    except MemoryError:
-        return BatchRow(entry.name, None, "grading it needed more memory than the per-submission limit")
-    except Exception as exc:  # keep going: one broken submission must not stop the batch
-        log.exception("grading %s crashed", entry)
-        return BatchRow(entry.name, None, f"{type(exc).__name__}: {exc}")
+def _grade_one(spec: LabSpec, entry: Path, compile_cel: bool, replay: Callable[[], Client] | None) -> Report:
+    if replay is None:
+        return grade(spec.id, entry, compile_cel=compile_cel)
+    with replay() as client:
+        return grade(spec.id, entry, compile_cel=compile_cel, replay=client)
 
 
-def _child(conn: Any, spec: LabSpec, entry: Path, compile_cel: bool, replay: Callable[[], Client] | None,
-           memory_limit_mb: int) -> None:
-    limit = memory_limit_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    try:
-        conn.send(_grade_one(spec, entry, compile_cel, replay))
-    except MemoryError:
-        conn.send(BatchRow(entry.name, None, "grading it needed more memory than the per-submission limit"))
-    finally:
-        conn.close()
+@dataclass(frozen=True)
+class Budget:
+    """What grading one submission may take: wall-clock seconds and MiB of address space."""
+
+    time_s: float = DEFAULT_TIME_LIMIT_S
+    memory_mb: int = DEFAULT_MEMORY_LIMIT_MB
 
 
-def _grade_limited(spec: LabSpec, entry: Path, compile_cel: bool, replay: Callable[[], Client] | None,
-                   time_limit_s: float, memory_limit_mb: int) -> BatchRow:
-    """One submission in a forked child (the parent has everything imported, so a fork costs milliseconds)."""
+def within_budget(name: str, work: Callable[[], Report], budget: Budget = Budget()) -> BatchRow:
+    """``work()`` in a forked child held to ``budget`` (every grading path goes through here: ``gpulab grade``,
+    ``--batch``, ``gpulab class grade`` and formgrader's Autograde): a learner's file that makes a parser or a
+    check slow or greedy costs that submission its grade, never the grader's process or the next submission.
+    The parent has everything imported, so a fork costs milliseconds. A learner's mistake is in the report; the
+    row's ``error`` says why there is none (the learner's broken file, a limit, our own failure)."""
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, spec, entry, compile_cel, replay, memory_limit_mb), daemon=True)
+    proc = ctx.Process(target=_child, args=(child, name, work, budget.memory_mb), daemon=True)
     proc.start()
     child.close()
     try:
-        if parent.poll(time_limit_s):
+        if parent.poll(budget.time_s):
             try:
                 row: BatchRow = parent.recv()
                 return row
             except EOFError:
                 pass
         else:
-            return BatchRow(entry.name, None, f"grading took longer than the limit of {time_limit_s:g} s; not graded")
+            return BatchRow(name, None, f"grading took longer than the limit of {budget.time_s:g} s; not graded")
         proc.join(5)
         why = f"exit code {proc.exitcode}" if proc.exitcode is not None and proc.exitcode >= 0 else \
             f"signal {-(proc.exitcode or 0)}"
-        return BatchRow(entry.name, None, f"grading it ended without a result ({why}; memory limit "
-                                          f"{memory_limit_mb} MiB); not graded")
+        return BatchRow(name, None, f"grading it ended without a result ({why}; memory limit "
+                                    f"{budget.memory_mb} MiB); not graded")
     finally:
         if proc.is_alive():
             proc.kill()
         proc.join(5)
         parent.close()
+
+
+def _child(conn: Any, name: str, work: Callable[[], Report], memory_limit_mb: int) -> None:
+    limit = memory_limit_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        conn.send(_row(name, work))
+    except MemoryError:
+        conn.send(BatchRow(name, None, "grading it needed more memory than the per-submission limit"))
+    finally:
+        conn.close()
+
+
+def _row(name: str, work: Callable[[], Report]) -> BatchRow:
+    try:
+        return BatchRow(name, work(), "")
+    except errors.CourseError as exc:
+        return BatchRow(name, None, exc.message.splitlines()[0] if not isinstance(
+            exc, errors.ConfigError) else "; ".join(exc.problems))
+    except MemoryError:
+        return BatchRow(name, None, "grading it needed more memory than the per-submission limit")
+    except Exception as exc:  # keep going: one broken submission must not stop the batch
+        log.exception("grading %s crashed", name)
+        return BatchRow(name, None, f"{type(exc).__name__}: {exc}")
 
 
 @contextlib.contextmanager

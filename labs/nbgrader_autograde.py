@@ -1,16 +1,17 @@
 """nbgrader autograding for the labs, with the grade computed by the grader and never by the learner's notebook.
 
 ``nbgrader autograde`` would run the learner's notebook with the grading code inside the same kernel, in the
-course folder, next to a writable ``gradebook.db``: an edited cell could replace the grading function or write
-the gradebook. Here the steps are apart:
+course folder, as the instructor: an edited cell could read the instructor's files, replace the grading
+function, write the gradebook or leave a process behind that reaches the grader's cluster. Here no learner code
+runs at all:
 
-1. the learner's notebook runs in ``labs.sandbox`` (another process, time and memory limits, no write access
-   outside its temporary copy), only so that the feedback shows its outputs;
-2. the grader's process grades the handed-in ``evidence.json`` by replay on the grader's cluster
-   (``labs.grade(..., replay=client)``), task by task;
-3. the grader writes the points into the gradebook (``nbgrader.api.Gradebook``) and the autograded notebook:
-   the released notebook's locked cells (as nbgrader's OverwriteCells would), the learner's outputs for the
-   cells the learner may edit, and the grader's report in each graded cell.
+1. the grader's process grades the handed-in ``evidence.json`` by replay on the grader's cluster
+   (``labs.grade(..., replay=client)``), in a child held to a time and memory budget
+   (``grading.within_budget``), task by task;
+2. the grader writes the points into the gradebook (``nbgrader.api.Gradebook``) and the autograded notebook:
+   the released notebook's locked cells (as nbgrader's OverwriteCells would), the learner's source without
+   outputs in the cells the learner may edit (as nbgrader's ClearOutput leaves them: an output is the learner's
+   HTML, which formgrader would show in the instructor's browser), and the grader's report in each graded cell.
 
 ``nbgrader generate_feedback`` then works as usual. nbgrader and nbformat are imported here only.
 """
@@ -18,6 +19,7 @@ the gradebook. Here the steps are apart:
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import shutil
 from collections.abc import Callable
@@ -28,7 +30,7 @@ from typing import Any
 from cluster.kube.client import Client
 from graders import Report
 from graders.render import nbgrader as feedback
-from labs import catalog, grading, sandbox
+from labs import catalog, grading
 from labs.spec import LabSpec
 
 log = logging.getLogger(__name__)
@@ -50,22 +52,23 @@ def task_reports(spec: LabSpec, report: Report) -> dict[str, Report]:
             for t in spec.tasks}
 
 
-def grade_submission(spec: LabSpec, folder: Path, replay: Callable[[], Client]) -> tuple[Report | None, str]:
-    """The replayed grade of one handed-in folder's ``evidence.json``, or None and why not."""
+def grade_submission(spec: LabSpec, folder: Path, replay: Callable[[], Client],
+                     budget: grading.Budget = grading.Budget()) -> tuple[Report | None, str]:
+    """The replayed grade of one handed-in folder's ``evidence.json``, or None and why not. ``replay`` makes a
+    client of a running grader's cluster; it is called in the budget's child (a client does not survive a fork)."""
     bundle = folder / EVIDENCE
-    if not bundle.is_file():
+    if not bundle.is_file() or bundle.is_symlink():
         return None, f"{EVIDENCE} was not handed in"
-    try:
+
+    def replayed() -> Report:
         with replay() as client:
-            return grading.grade(spec.id, bundle, replay=client), ""
-    except grading.GradingError:
-        raise
-    except Exception as exc:  # the learner's file is broken: zero, with the reason in the feedback
-        message = getattr(exc, "problems", None) or [str(exc)]
-        return None, "; ".join(str(m) for m in message)
+            return grading.grade(spec.id, bundle, replay=client)
+
+    row = grading.within_budget(folder.parent.name, replayed, budget)
+    return row.report, row.error
 
 
-def autograde(root: Path, lab_id: str, replay: Callable[[], Client], *, limits: sandbox.Limits = sandbox.Limits(),
+def autograde(root: Path, lab_id: str, replay: Callable[[], Client], *, budget: grading.Budget = grading.Budget(),
               step: Callable[[str], None] = lambda _: None, students: tuple[str, ...] = ()) -> list[Graded]:
     """Grade every ``submitted/<student>/<lab_id>/`` (or those of ``students``) of the nbgrader course at ``root``
     into its gradebook."""
@@ -79,10 +82,8 @@ def autograde(root: Path, lab_id: str, replay: Callable[[], Client], *, limits: 
         student = folder.parent.name
         if students and student not in students:
             continue
-        step(f"{lab_id}: {student}: running the notebook in the sandbox")
-        run = sandbox.run_notebook(folder, nb_name, limits) if (folder / nb_name).is_file() else None
         step(f"{lab_id}: {student}: replaying the evidence on the grader's cluster")
-        report, error = grade_submission(spec, folder, replay)
+        report, error = grade_submission(spec, folder, replay, budget)
         reports = task_reports(spec, report) if report else {}
         points = {gid: float(r.score) for gid, r in reports.items()}
         stamp = folder / "timestamp.txt"
@@ -97,7 +98,7 @@ def autograde(root: Path, lab_id: str, replay: Callable[[], Client], *, limits: 
                 grade.auto_score = points.get(f"task-{task.id}", 0.0)
                 grade.needs_manual_grade = False
             gb.db.commit()
-        nb = autograded_notebook(release, run.notebook if run else None, reports, error)
+        nb = autograded_notebook(release, _submitted(folder / nb_name), reports, error)
         target = root / "autograded" / student / lab_id
         target.mkdir(parents=True, exist_ok=True)
         _write(nb, target / nb_name)
@@ -110,29 +111,45 @@ def autograde(root: Path, lab_id: str, replay: Callable[[], Client], *, limits: 
     return out
 
 
-def autograded_notebook(release: Any, executed: dict[str, Any] | None, reports: dict[str, Report],
+def autograded_notebook(release: Any, submitted: dict[str, Any] | None, reports: dict[str, Report],
                         error: str) -> Any:
-    """The released notebook with the learner's outputs in editable cells and the grader's in graded ones."""
+    """The released notebook with the learner's source (no outputs) in editable cells and the grader's report
+    in graded ones. Nothing of the learner's notebook runs or is shown as output."""
     import nbformat
 
     nbf: Any = nbformat  # untyped library
     nb = copy.deepcopy(release)
-    learner = {c.get("id"): c for c in (executed or {}).get("cells", [])}
+    learner = {c.get("id"): c for c in (submitted or {}).get("cells", []) if isinstance(c, dict)}
     for cell in nb.cells:
         meta = cell.get("metadata", {}).get("nbgrader", {})
         grade_id = meta.get("grade_id")
         theirs = learner.get(cell.get("id"))
         if cell.cell_type != "code":
             continue
+        cell.outputs = []
         if grade_id in reports or (meta.get("grade") and grade_id and grade_id.startswith("task-")):
             report = reports.get(grade_id)
             text = feedback.report_text(report) if report else f"Not graded: {error or 'no evidence'}"
             cell.outputs = [nbf.v4.new_output("stream", name="stdout", text=text + "\n")]
-        elif theirs is not None:
-            if not meta.get("locked"):
-                cell.source = theirs.get("source", "")
-            cell.outputs = [nbf.from_dict(o) for o in theirs.get("outputs", [])]
+        elif theirs is not None and not meta.get("locked"):
+            source = theirs.get("source", "")
+            cell.source = "".join(source) if isinstance(source, list) else str(source)
     return nb
+
+
+MAX_NOTEBOOK_BYTES = 16 * 1024 * 1024
+
+
+def _submitted(path: Path) -> dict[str, Any] | None:
+    """The handed-in notebook as data (read, never run), or None when it is missing, a link, too large or not a
+    notebook: the feedback then shows the released cells."""
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_NOTEBOOK_BYTES:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _read(path: Path) -> Any:

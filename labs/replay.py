@@ -59,6 +59,16 @@ WAIT_CAP_S = 20.0  # a replayed wait never takes longer than this, whatever the 
 QUIET_S = 1.0
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 MAX_POLICY_BYTES = 16 * 1024
+# What one replay may create, so that one submission cannot flood the grader's cluster for the next: objects
+# applied, and pods the applied workloads ask for (a Pod 1, a Deployment or ReplicaSet its replicas, a Job the
+# larger of its parallelism and completions). The labs' own solutions need at most 10 pods and 12 objects.
+MAX_REPLAY_OBJECTS = 64
+MAX_REPLAY_PODS = 64
+# Pod Security level the lab namespaces of the grader's cluster enforce: no lab needs a privileged or host
+# pod, and a submitted one is refused there (the learner's own cluster is theirs to run as they like).
+POD_SECURITY = {"pod-security.kubernetes.io/enforce": "baseline", "pod-security.kubernetes.io/enforce-version": "latest"}
+# How long a reset may take to see the lab's namespaces empty before the grader's cluster counts as broken.
+RESET_EMPTY_S = 60.0
 
 
 # --- recording (at submit, on the learner's cluster) ---------------------------------------------------------
@@ -275,11 +285,12 @@ def plan(spec: LabSpec, files: Mapping[str, bytes], actions: Sequence[Mapping[st
                 used.add(i)
                 acts.append(act)
 
+    budget = _Budget()
     for step in spec.solve:
         if isinstance(step, steps.Apply):
             name = step.file.split("/", 1)[-1]
             if name in spec.files:
-                acts.extend(_apply_acts(spec, name, files.get(name), notes))
+                acts.extend(_apply_acts(spec, name, files.get(name), notes, budget))
         elif isinstance(step, steps.Label):
             take(lambda a, s=step: a.kind == "label" and (a.data["node"], a.data["key"]) == (s.node, s.key))
         elif isinstance(step, steps.Policy):
@@ -300,7 +311,43 @@ def plan(spec: LabSpec, files: Mapping[str, bytes], actions: Sequence[Mapping[st
     return Plan(tuple(first + acts), tuple(notes))
 
 
-def _apply_acts(spec: LabSpec, name: str, data: bytes | None, notes: list[str]) -> list[Act]:
+@dataclass
+class _Budget:
+    """What the acts planned so far create (``MAX_REPLAY_OBJECTS``, ``MAX_REPLAY_PODS``)."""
+
+    objects: int = 0
+    pods: int = 0
+
+
+def pods_asked(obj: Mapping[str, Any]) -> int:
+    """How many pods applying ``obj`` makes the controllers create (0 for a kind that makes none)."""
+    kind, spec = obj.get("kind"), as_map(obj.get("spec"))
+
+    def count(key: str) -> int:
+        value = spec.get(key, 1)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+
+    if kind == "Pod":
+        return 1
+    if kind in ("Deployment", "ReplicaSet"):
+        return count("replicas") if "replicas" in spec else 1
+    if kind == "Job":
+        return max(count("parallelism"), count("completions"))
+    return 0
+
+
+def _without_finalizers(obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """``obj`` without finalizers on it or on its pod template: a replayed object must go when the next reset
+    deletes it (a finalizer nobody removes keeps it, and its name, for the next submission)."""
+    out = json.loads(json.dumps(obj))
+    dropped = False
+    for meta in (as_map(out.get("metadata")), as_map(dig(out, "spec", "template", "metadata"))):
+        if meta.pop("finalizers", None) is not None:
+            dropped = True
+    return out, dropped
+
+
+def _apply_acts(spec: LabSpec, name: str, data: bytes | None, notes: list[str], budget: _Budget) -> list[Act]:
     if data is None:
         notes.append(f"{name}: not in your submission; nothing applied")
         return []
@@ -322,7 +369,20 @@ def _apply_acts(spec: LabSpec, name: str, data: bytes | None, notes: list[str]) 
             if not who:
                 notes.append(f"{name}: {why}; not applied")
                 continue
-            out.append(Act("apply", f"apply {kubeapply.ref_of(obj)} from {name}", {"object": obj, "as": who}))
+            ref, pods = kubeapply.ref_of(obj), pods_asked(obj)
+            if budget.objects + 1 > MAX_REPLAY_OBJECTS:
+                notes.append(f"{name}: {ref}: the replay applies at most {MAX_REPLAY_OBJECTS} objects; not applied")
+                continue
+            if budget.pods + pods > MAX_REPLAY_PODS:
+                notes.append(f"{name}: {ref} asks for {pods} pods and the replay creates at most {MAX_REPLAY_PODS} "
+                             f"for a submission ({budget.pods} asked for already); not applied")
+                continue
+            budget.objects, budget.pods = budget.objects + 1, budget.pods + pods
+            obj, dropped = _without_finalizers(obj)
+            if dropped:
+                notes.append(f"{name}: {ref}: finalizers are not replayed (nothing in the lab removes them); "
+                             "applied without them")
+            out.append(Act("apply", f"apply {ref} from {name}", {"object": obj, "as": who}))
     return out
 
 
@@ -374,7 +434,11 @@ def reset(client: Client, spec: LabSpec) -> None:
             except errors.NotFound:
                 break
             time.sleep(0.3)
+    _release(client, spec)
     scope_mod.normalize(client, spec.scope)
+    _wait_empty(client, spec, RESET_EMPTY_S)
+    for ns in spec.scope.namespaces:
+        client.patch(f"/api/v1/namespaces/{ns}", {"metadata": {"labels": POD_SECURITY}})
     from labs import grading
 
     # The grader's cluster is the grader's own (GraderCluster's, or the admin kubeconfig of a gpulab cluster
@@ -384,6 +448,57 @@ def reset(client: Client, spec: LabSpec) -> None:
     for step in spec.setup:
         step.run(ctx)
     ensure_rbac(client, spec.scope.namespaces, sorted((spec.directory / "setup").glob("*.y*ml")))
+
+
+def _leftovers(client: Client, spec: LabSpec) -> list[tuple[str, dict[str, Any]]]:
+    """Every object of the kinds a lab may create still in the lab's namespaces (Events aside: deleting
+    objects makes more), with its REST collection."""
+    out = []
+    for ns in spec.scope.namespaces:
+        if not client.exists(f"/api/v1/namespaces/{ns}"):
+            continue
+        for api_version, kind in scope_mod.NAMESPACED:
+            if kind == "Event":
+                continue
+            path = client.mapper.path(api_version, kind, namespace=ns)
+            out += [(path, o) for o in client.get(path).get("items", [])
+                    if not (kind == "ConfigMap" and dig(o, "metadata", "name") in scope_mod.KEEP_CONFIGMAPS)]
+    return out
+
+
+def _release(client: Client, spec: LabSpec, *, delete: bool = False) -> None:
+    """Take every finalizer off what the last submission left in the lab's namespaces, so the reset's deletes
+    finish (an object held by a finalizer would keep its name, its pods or its quota for the next submission);
+    with ``delete``, delete what is left at once as well (a pod a controller made while the reset deleted its
+    owner, which the garbage collector would delete with the pod's own grace period)."""
+    for path, obj in _leftovers(client, spec):
+        where = f"{path}/{dig(obj, 'metadata', 'name')}"
+        if dig(obj, "metadata", "finalizers"):
+            try:
+                client.patch(where, {"metadata": {"finalizers": None}})
+            except errors.NotFound:
+                continue
+        if delete:
+            kubeapply.delete(client, where)
+
+
+def _wait_empty(client: Client, spec: LabSpec, timeout: float) -> None:
+    """Until nothing of the last submission is left in the lab's namespaces (the garbage collector removes what
+    the deleted workloads owned), releasing finalizers set meanwhile; a reset that cannot get there stops the
+    grading rather than grade the next submission on someone else's objects."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = _leftovers(client, spec)
+        if not left:
+            return
+        if time.monotonic() >= deadline:
+            shown = ", ".join(f"{p.rsplit('/', 1)[-1]}/{dig(o, 'metadata', 'name')}" for p, o in left[:5])
+            raise errors.ClusterError(f"the grader's cluster could not be reset for lab {spec.id}: {len(left)} "
+                                      f"objects of an earlier submission are still there ({shown})",
+                                      hint="grade again; if it persists, remove the grader's cluster "
+                                           "(gpulab class grade starts a new one)")
+        _release(client, spec, delete=True)
+        time.sleep(0.2)
 
 
 def run(client: Client, spec: LabSpec, the_plan: Plan) -> Replayed:

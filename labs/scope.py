@@ -28,7 +28,7 @@ NAMESPACED: tuple[tuple[str, str], ...] = (
     ("v1", "ResourceQuota"), ("v1", "LimitRange"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Event"),
 )
 log = logging.getLogger(__name__)
-_KEEP_CONFIGMAPS = frozenset({"kube-root-ca.crt"})
+KEEP_CONFIGMAPS = frozenset({"kube-root-ca.crt"})
 # How long a reset or stop waits for the MIG manager to apply the baseline layout (it takes a few seconds).
 MIG_WAIT_SECONDS = 60.0
 
@@ -183,7 +183,7 @@ def _empty_namespace(client: Client, ns: str) -> None:
         path = client.mapper.path(api_version, kind, namespace=ns)
         listed = client.get(path).get("items", [])
         doomed = [o["metadata"]["name"] for o in listed
-                  if not (kind == "ConfigMap" and o["metadata"]["name"] in _KEEP_CONFIGMAPS)]
+                  if not (kind == "ConfigMap" and o["metadata"]["name"] in KEEP_CONFIGMAPS)]
         if not doomed:
             continue
         if kind == "ConfigMap":
@@ -286,7 +286,7 @@ def _namespace_contents(client: Client, ns: str) -> list[str] | None:
         plural = mapping.resource
         for obj in client.get(mapping.path(namespace=ns)).get("items", []):
             meta = obj["metadata"]
-            if kind == "ConfigMap" and meta["name"] in _KEEP_CONFIGMAPS:
+            if kind == "ConfigMap" and meta["name"] in KEEP_CONFIGMAPS:
                 continue
             owners = meta.get("ownerReferences") or []
             # Pods and ReplicaSets made by controllers get random names: count them by owner instead.

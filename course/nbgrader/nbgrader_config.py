@@ -1,8 +1,9 @@
 """nbgrader configuration for the gpulab labs (run nbgrader commands from this folder).
 
-Autograde with `labs.nbgrader_autograde` (as `gpulab course nbgrader-demo` does), not `nbgrader autograde`: the
-grade is computed by replaying the learner's evidence on the grader's own cluster, in the grader's process, and
-the learner's notebook runs confined (labs.sandbox). generate_assignment and generate_feedback are nbgrader's.
+Autograde with `labs.nbgrader_autograde` (as `gpulab course nbgrader-demo` does) or `nbgrader autograde` (which
+this config points at the same replay, below): the grade is computed by replaying the learner's evidence on the
+grader's own cluster, and the learner's notebook is never run. generate_assignment and generate_feedback are
+nbgrader's.
 """
 
 import os

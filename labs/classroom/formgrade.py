@@ -71,10 +71,12 @@ class ReplayGrade(NbGraderPreprocessor):  # type: ignore[misc]  # nbgrader is un
         folder = Path(coursedir.format_path(coursedir.submitted_directory, student, lab_id))
         self.log.info("replaying %s's evidence for %s on the grader's cluster", student, lab_id)
         with ExitStack() as started:
-            def replay() -> Client:  # the grader's cluster starts only when there is evidence to replay
-                return started.enter_context(GraderCluster()).client()
-
-            report, error = nbgrader_autograde.grade_submission(spec, folder, replay)
+            # The grader's cluster starts (here, in nbgrader's process) only when there is evidence to replay; the
+            # replay itself runs in a child held to grading's time and memory budget.
+            evidence = folder / nbgrader_autograde.EVIDENCE
+            cluster = started.enter_context(GraderCluster(spec.fleet)) if evidence.is_file() else None
+            report, error = nbgrader_autograde.grade_submission(
+                spec, folder, cluster.client if cluster else _no_cluster)
         reports = nbgrader_autograde.task_reports(spec, report) if report else {}
         with Gradebook(info["db_url"]) as gb:
             for task in spec.tasks:
@@ -85,6 +87,10 @@ class ReplayGrade(NbGraderPreprocessor):  # type: ignore[misc]  # nbgrader is un
         if error:
             self.log.warning("%s: %s gets no points: %s", lab_id, student, error)
         return nbgrader_autograde.autograded_notebook(nb, None, reports, error), resources
+
+
+def _no_cluster() -> Client:
+    raise AssertionError("no evidence was handed in, so nothing is replayed")
 
 
 class CheckedRelease(ExchangeReleaseAssignment):  # type: ignore[misc]  # nbgrader is untyped

@@ -9,9 +9,10 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
@@ -19,6 +20,8 @@ from rich.console import Console
 from rich.markup import escape
 
 import labs
+from cluster import errors
+from graders import Report
 from graders.render import json as json_render
 from graders.render import terminal
 from labs import grading, predict, runtime
@@ -182,9 +185,9 @@ def submit_cmd(lab_id: str, out: Path | None) -> None:
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="--batch: where to write the CSV (default DIR/grades-LAB_ID.csv).")
 @click.option("--time-limit", type=click.FloatRange(1, 3600), default=grading.DEFAULT_TIME_LIMIT_S, show_default=True,
-              help="--batch: seconds one submission may take.")
+              help="Seconds one submission may take.")
 @click.option("--memory-limit", type=click.IntRange(128, 65536), default=grading.DEFAULT_MEMORY_LIMIT_MB,
-              show_default=True, help="--batch: MiB of memory one submission may use.")
+              show_default=True, help="MiB of memory one submission may use.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def grade_command(lab_id: str, submission: Path | None, bundle: Path | None, live: bool, static: bool,
                   replay_on: Path | None, batch: Path | None, csv_path: Path | None, time_limit: float,
@@ -206,20 +209,32 @@ def grade_command(lab_id: str, submission: Path | None, bundle: Path | None, liv
             _batch(lab_id, batch, csv_path, as_json, cluster, time_limit, memory_limit)
         return
     assert submission is not None
+    budget = grading.Budget(time_limit, memory_limit)
     if live:
-        report = labs.grade(lab_id, submission, bundle=bundle, live=True)
+        report = _bounded(submission, lambda: labs.grade(lab_id, submission, bundle=bundle, live=True), budget)
     else:
         labs.get(lab_id)  # an unknown lab is one message before any cluster starts
         with _grader(lab_id, static, replay_on) as cluster:
-            if cluster is None:
-                report = labs.grade(lab_id, submission, bundle=bundle)
-            else:
-                with cluster.client() as client:
-                    report = labs.grade(lab_id, submission, bundle=bundle, replay=client)
+            report = _bounded(submission, functools.partial(_grade_on, lab_id, submission, bundle, cluster), budget)
     if as_json:
         sys.stdout.write(json_render.report(report))
     else:
         terminal.print_report(report, Console(highlight=False))
+
+
+def _grade_on(lab_id: str, submission: Path, bundle: Path | None, cluster: GraderCluster | None) -> Report:
+    """In the budget's child: the grader's client is made there (a client does not survive a fork)."""
+    if cluster is None:
+        return labs.grade(lab_id, submission, bundle=bundle)
+    with cluster.client() as client:
+        return labs.grade(lab_id, submission, bundle=bundle, replay=client)
+
+
+def _bounded(submission: Path, work: Callable[[], Report], budget: grading.Budget) -> Report:
+    row = grading.within_budget(submission.name, work, budget)
+    if row.report is None:
+        raise errors.CourseError(f"{submission}: not graded: {row.error}")
+    return row.report
 
 
 @contextlib.contextmanager

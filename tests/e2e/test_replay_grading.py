@@ -148,3 +148,55 @@ def test_gpulab_grade_batch_replays_each_submission(local_cluster: LocalCluster,
     assert rows["solved.json"]["passed"] == "true" and rows["damaged.json"]["error"]
     assert "appears twice" in rows["twice.json"]["error"], rows["twice.json"]
     assert all(rows["forged.json"][c.id] == "0" for c in labs.get(LAB).checks if c.cluster)
+
+
+HOLD = "gpulab.test/hold"  # a finalizer nothing in the cluster removes
+
+
+def test_a_hostile_submission_does_not_reach_the_next_one(grader: Client, tmp_path: Path) -> None:
+    """A submission with finalizers on its objects and pod template, and a Deployment of 1,500 replicas, then
+    leftovers held by finalizers on the grader's cluster: the honest submission graded after them gets exactly
+    the checks it gets when graded alone, the flood is not applied, the lab namespace enforces Pod Security,
+    and nothing of the earlier submission is left."""
+    from labs.bench import grading_bench
+
+    solved, _untouched = grading_bench.replay_bundles(LAB, tmp_path / "bundles")
+    alone = labs.grade(LAB, solved, replay=grader)
+    assert alone.passed, [(c.id, c.message) for c in alone.checks if not c.passed]
+
+    data = json.loads(solved.read_text())
+    workers = data["manifests"]["inference-workers.yaml"].replace(
+        "  name: inference-worker-1\n", f"  name: inference-worker-1\n  finalizers: [{HOLD}]\n", 1).replace(
+        "      labels: {app: inference-worker-1}\n",
+        f"      labels: {{app: inference-worker-1}}\n      finalizers: [{HOLD}]\n", 1)
+    assert workers.count(HOLD) == 2
+    data["manifests"]["inference-workers.yaml"] = workers + (
+        "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: flood, namespace: lab-04a}\n"
+        "spec:\n  replicas: 1500\n  selector: {matchLabels: {app: flood}}\n  template:\n"
+        "    metadata: {labels: {app: flood}}\n    spec: {containers: [{name: c, image: busybox}]}\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: privileged, namespace: lab-04a}\n"
+        "spec: {containers: [{name: c, image: busybox, securityContext: {privileged: true}}]}\n")
+    hostile = tmp_path / "hostile.json"
+    hostile.write_text(json.dumps(data))
+    report = labs.grade(LAB, hostile, replay=grader)
+    assert any("asks for 1500 pods" in n for n in report.notes), report.notes
+    assert any("finalizers are not replayed" in n for n in report.notes), report.notes
+    assert any("privileged" in n and "refused" in n for n in report.notes), report.notes
+    pods = grader.get("/api/v1/namespaces/lab-04a/pods")["items"]
+    assert len(pods) <= replay.MAX_REPLAY_PODS and not any(p["metadata"].get("finalizers") for p in pods)
+    ns = grader.get("/api/v1/namespaces/lab-04a")["metadata"]["labels"]
+    assert ns["pod-security.kubernetes.io/enforce"] == "baseline"
+
+    # What an earlier replay (or a forked process) might have left: objects held by finalizers.
+    grader.create("/api/v1/namespaces/lab-04a/configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "device-plugin-config-left", "finalizers": [HOLD]}})
+    grader.create("/api/v1/namespaces/lab-04a/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "inference-worker-left", "finalizers": [HOLD]}, "spec": {
+        "containers": [{"name": "c", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}})
+    after = labs.grade(LAB, solved, replay=grader)
+    assert [(c.id, c.passed) for c in after.checks] == [(c.id, c.passed) for c in alone.checks]
+    assert after.score == alone.score
+    for path in ("configmaps/device-plugin-config-left", "pods/inference-worker-left", "pods/privileged"):
+        assert not grader.exists(f"/api/v1/namespaces/lab-04a/{path}"), path
+    assert not grader.exists("/apis/apps/v1/namespaces/lab-04a/deployments/flood")

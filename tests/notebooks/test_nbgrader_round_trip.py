@@ -132,8 +132,9 @@ def test_feedback_explains_the_mistake(demo: tuple[Path, subprocess.CompletedPro
 
 def test_a_learner_cell_can_neither_write_the_gradebook_nor_change_the_grade(
         demo: tuple[Path, subprocess.CompletedProcess[str]], grader_kubeconfig: Path) -> None:  # fmt: skip
-    """The unlocked collect cell replaces labs.grade and writes into gradebook.db: the write fails (the notebook
-    runs confined), and the grade is the replay of the handed-in evidence, computed outside the notebook."""
+    """The unlocked collect cell replaces labs.grade and writes into gradebook.db: it never runs (grading runs no
+    learner code; the cell is shown as text without outputs), and the grade is the replay of the handed-in
+    evidence."""
     import nbformat
     from nbgrader.api import Gradebook
 
@@ -160,8 +161,8 @@ def test_a_learner_cell_can_neither_write_the_gradebook_nor_change_the_grade(
     assert b"HOSTILE-MARKER" not in gradebook.read_bytes() + before
     autograded = nbformat.read(str(workdir / "autograded" / student / lab_id / cn.notebook_name(lab_id)),
                                as_version=4)
-    outputs = next(c for c in autograded.cells if c.get("id") == "collect").outputs
-    assert any(o.get("ename") == "PermissionError" for o in outputs), outputs
+    collect = next(c for c in autograded.cells if c.get("id") == "collect")
+    assert collect.outputs == [] and "HOSTILE-MARKER" in collect.source
     with Gradebook(f"sqlite:///{gradebook}") as gb:
         total = gb.find_submission(lab_id, student).score
     assert total == graded[0].report.score < spec.max_score  # type: ignore[union-attr]

@@ -6,15 +6,19 @@ exchange's release), so they are driven here; the hub's browser test presses the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
 
 from cluster import errors
-from labs import course_nbgrader
+from labs import course_nbgrader, grading, nbgrader_autograde
 from labs.classroom import hubconfig, layout, loop
 from prerequisites import require
 
@@ -196,3 +200,72 @@ def test_collect_refuses_a_learners_folder_holding_another_accounts_file(tmp_pat
     assert (root / "submitted" / "daemon" / LAB / "note.txt").read_text() == "real"
     assert not (root / "submitted" / "nobody").exists()
     assert [r["owner"] for r in loop.refused(root, LAB)] == ["nobody"]
+
+
+def _hostile(root: Path, student: str, collect_source: str, *, evidence: bool = False) -> Path:
+    """``student``'s submission of LAB whose editable collect cell holds ``collect_source``."""
+    folder = root / "submitted" / student / LAB
+    folder.mkdir(parents=True)
+    nb = nbformat.read(str(root / "release" / LAB / f"{LAB}.ipynb"), as_version=4)
+    collect = next(c for c in nb.cells if c.get("id") == "collect")
+    assert not collect.metadata.get("nbgrader", {}).get("locked"), "the collect cell is the learner's to edit"
+    collect.source = collect_source
+    nbformat.write(nb, str(folder / f"{LAB}.ipynb"))
+    if evidence:
+        (folder / "evidence.json").write_text("{}", encoding="utf-8")
+    return folder
+
+
+def _no_cluster() -> Any:
+    raise AssertionError("nothing was handed in to replay")
+
+
+def test_class_grade_runs_no_learner_code_so_a_cell_reads_nothing_and_leaves_no_process(tmp_path: Path) -> None:
+    """`gpulab class grade` grades through ``nbgrader_autograde.autograde``. A learner's cell that prints the
+    instructor's secret, and one that starts a detached process meant to outlive grading (it would reach the
+    grader's cluster with the instructor's kubeconfig), must never run: the earlier write-only sandbox ran them
+    as the instructor, showed the secret in the feedback and left the process behind."""
+    root = _course(tmp_path)
+    secret = tmp_path / "instructor" / ".ssh" / "id_ed25519"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("CANARY-4d1f-instructor-key\n", encoding="utf-8")
+    marker = Path("/dev/shm") / f"gpulab-left-behind-{uuid.uuid4().hex}"  # /dev was writable in the old sandbox
+    _hostile(root, "mallory", f"print(open({str(secret)!r}).read())\n"
+                              "import subprocess\n"
+                              f"subprocess.Popen(['sh', '-c', 'sleep 1; touch {marker}'], start_new_session=True)\n")
+    try:
+        graded = nbgrader_autograde.autograde(root, LAB, _no_cluster, students=("mallory",))
+        time.sleep(2.5)
+        assert not marker.exists(), "a process the learner's notebook started outlived grading"
+    finally:
+        marker.unlink(missing_ok=True)
+    autograded = (root / "autograded" / "mallory" / LAB / f"{LAB}.ipynb").read_text(encoding="utf-8")
+    assert "CANARY-4d1f" not in autograded
+    nb = nbformat.reads(autograded, as_version=4)
+    collect = next(c for c in nb.cells if c.get("id") == "collect")
+    assert collect.outputs == [] and "subprocess.Popen" in collect.source  # shown as text, never run
+    assert [g.student for g in graded] == ["mallory"] and not any(graded[0].tasks.values())
+    assert graded[0].error == "evidence.json was not handed in"
+
+
+def test_class_grade_holds_each_submission_to_its_budget_and_grades_the_next(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A submission whose grading does not end (a slow pattern, a flood) costs that submission its grade within
+    the time budget; the next learner is graded as usual."""
+    root = _course(tmp_path)
+    for student in ("ann", "mallory"):
+        _hostile(root, student, "# my evidence is handed in\n", evidence=True)
+    from graders import Report
+
+    def grade(lab_id: str, submission: Path, **_kw: Any) -> Report:
+        if submission.parent.parent.name == "mallory":
+            time.sleep(60)
+        return Report.from_checks(lab_id, [])
+
+    monkeypatch.setattr(grading, "grade", grade)
+    started = time.monotonic()
+    graded = {g.student: g for g in nbgrader_autograde.autograde(
+        root, LAB, contextlib.nullcontext, budget=grading.Budget(time_s=3), students=("ann", "mallory"))}
+    assert time.monotonic() - started < 30
+    assert graded["ann"].report is not None and graded["ann"].error == ""
+    assert graded["mallory"].report is None and "longer than the limit of 3 s" in graded["mallory"].error

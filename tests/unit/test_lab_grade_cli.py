@@ -157,16 +157,16 @@ def test_batch_goes_on_past_a_submission_over_its_memory_limit(capsys: pytest.Ca
 
 def test_batch_rows_reach_the_csv_as_each_submission_finishes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The grader dies while grading the third submission: the CSV already holds the first two rows."""
-    real = grading._grade_limited
+    real = grading.within_budget
     calls: list[str] = []
 
-    def dies_on_third(spec: Any, entry: Path, *args: Any) -> Any:
-        calls.append(entry.name)
+    def dies_on_third(name: str, *args: Any) -> Any:
+        calls.append(name)
         if len(calls) == 3:
             raise KeyboardInterrupt
-        return real(spec, entry, *args)
+        return real(name, *args)
 
-    monkeypatch.setattr(grading, "_grade_limited", dies_on_third)
+    monkeypatch.setattr(grading, "within_budget", dies_on_third)
     with pytest.raises(KeyboardInterrupt):
         grading.grade_batch(LAB, _three(tmp_path))
     rows = list(csv.DictReader((tmp_path / "batch" / f"grades-{LAB}.csv").open()))
