@@ -12,10 +12,14 @@ it thousands of times.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import re2
 
 from cluster import quantity
 from graders import source
@@ -193,7 +197,7 @@ class Expect:
                 return any(_equal(item, self.value) for item in actual)
             return text is not None and _norm(str(self.value)) in _norm(text)
         if self.op == "matches":
-            return text is not None and re.search(str(self.value), text) is not None
+            return text is not None and _pattern(str(self.value)).search(text) is not None
         number, bound = _number(actual), _number(self.value)
         if number is None or bound is None:
             return False
@@ -231,3 +235,10 @@ def _shown(found: Sequence[object]) -> str:
     values = [_show(v) for v in found[:4]]
     more = f" (+{len(found) - 4} more)" if len(found) > 4 else ""
     return f"{', '.join(values)}{more}"
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern(value: str) -> Any:
+    """A lab's ``matches`` pattern, compiled by RE2: it runs over the learner's text in time linear in that
+    text (Python's ``re`` backtracks, so a long learner text could make one check take minutes)."""
+    return re2.compile(value)

@@ -102,3 +102,15 @@ def test_label_selectors(text: str, labels: dict[str, str], matches: bool) -> No
 def test_malformed_selectors_are_refused(bad: str) -> None:
     with pytest.raises(ValueError, match="is not a label requirement"):
         selectors.parse(bad)
+
+
+def test_a_matches_check_runs_in_linear_time_on_the_learners_text() -> None:
+    """A lab's ``matches`` pattern runs over text the learner wrote (a CEL expression, a PromQL rule): RE2, so a
+    long text shaped against a backtracking pattern is answered at once (Python's ``re`` took minutes)."""
+    import time
+
+    expect = paths.Expect(paths.parse("spec.expr"), "matches", "^(a|aa)+$")
+    started = time.monotonic()
+    ok, _ = expect.test({"spec": {"expr": "a" * 40 + "b"}})
+    assert not ok and time.monotonic() - started < 1.0
+    assert paths.Expect(paths.parse("spec.expr"), "matches", "semver\\(").test({"spec": {"expr": "x semver('8.0')"}})[0]
