@@ -12,6 +12,11 @@ CSV is written row by row; the figure is the wall time of the whole batch, the c
 The solved evidence is the lab's solution files with the actions of its solve steps (what ``lab.submit``
 records after ``lab.solve``); the untouched one is the starter files with no actions.
 
+A class with hostile submissions (``hostile_class``): 30 submissions of lab 06b, three of them hostile (objects
+and a pod template with finalizers nothing removes, a Deployment of 1,500 replicas, an alert rule whose label
+regex backtracks under a backtracking engine), graded in one batch on one grader's cluster; each honest
+learner's checks must equal those of the same submission graded in a batch of the honest ones alone.
+
 Lint throughput: each generated submission is a folder of typical lab manifests (a GPU Deployment, a Job, a
 device-plugin ConfigMap, a DRA claim template with CEL selectors, a ResourceQuota, a PriorityClass) with a
 different mix of mistakes, linted one at a time (one CEL compiler process per submission when ``celcheck`` is
@@ -20,6 +25,7 @@ installed). The generator is seeded, so every run grades the same corpus.
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import statistics
@@ -281,3 +287,92 @@ def replay_batch(root: Path, count: int, wrongs: Sequence[Path] = (), lab_id: st
         elapsed = time.perf_counter() - started
     full = sum(1 for r in result.rows if r.report is not None and r.report.passed)
     return ReplayTiming(lab_id, len(result.rows), elapsed, up, full, result.broken)
+
+
+# -- a class with hostile submissions --------------------------------------------------------------------------
+
+HOSTILE_LAB = "06b-dcgm-monitoring"
+HOLD = "gpulab.dev/bench-hold"  # a finalizer nothing in the cluster removes
+SLOW_REGEX = "(a|aa)+(a|aa)+(a|aa)+$"
+
+
+def hostile_bundles(lab_id: str, solved: Path, folder: Path) -> dict[str, Path]:
+    """The solved bundle made hostile three ways (finalizers, a pod flood, a backtracking regex), by name."""
+    spec = catalog.get(lab_id)
+    base = json.loads(solved.read_text(encoding="utf-8"))
+    target = spec.files[-1]
+    ns = spec.scope.namespaces[0]
+    held = (f"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: held, namespace: {ns}, finalizers: [{HOLD}]}}\n"
+            f"---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: held, namespace: {ns}, "
+            f"finalizers: [{HOLD}]}}\nspec:\n  replicas: 2\n  selector: {{matchLabels: {{app: held}}}}\n"
+            f"  template:\n    metadata: {{labels: {{app: held}}, finalizers: [{HOLD}]}}\n"
+            "    spec: {containers: [{name: c, image: busybox}]}\n")
+    flood = (f"---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: flood, namespace: {ns}}}\nspec:\n"
+             "  replicas: 1500\n  selector: {matchLabels: {app: flood}}\n  template:\n"
+             "    metadata: {labels: {app: flood}}\n    spec: {containers: [{name: c, image: busybox}]}\n")
+    out = {}
+    for name, extra in (("finalizers", held), ("pod-flood", flood)):
+        data = json.loads(json.dumps(base))
+        data["manifests"][target] = data["manifests"][target] + extra
+        out[name] = bundle_mod.write(folder / f"{name}.json", data)
+    data = json.loads(json.dumps(base))
+    text = data["manifests"][target]
+    if 'resource="nvidia_com_gpu"' in text:  # lab 06b's alert: the learner's own label matcher
+        data["manifests"][target] = text.replace('resource="nvidia_com_gpu"', f'resource=~"{SLOW_REGEX}"', 1)
+        out["slow-regex"] = bundle_mod.write(folder / "slow-regex.json", data)
+    return out
+
+
+@dataclass(frozen=True)
+class HostileTiming:
+    lab: str
+    submissions: int
+    hostile: tuple[str, ...]
+    seconds: float  # the mixed batch, the grader's cluster start included
+    start_seconds: float
+    honest: int
+    same_as_alone: int
+    differ: tuple[str, ...]  # honest learners whose checks differ from their grade alone
+
+
+def _checks(result: grading.BatchResult) -> dict[str, tuple[tuple[str, bool], ...] | str]:
+    return {r.submission: tuple((c.id, c.passed) for c in r.report.checks) if r.report else f"not graded: {r.error}"
+            for r in result.rows}
+
+
+def hostile_class(root: Path, count: int = 30, lab_id: str = HOSTILE_LAB) -> HostileTiming:
+    """``count`` submissions of ``lab_id``, three of them hostile (spread through the class), graded in one batch;
+    the honest ones also in a batch of their own, on a grader's cluster started afresh for each."""
+    solved, untouched = replay_bundles(lab_id, root / "bundles")
+    hostile = hostile_bundles(lab_id, solved, root / "bundles")
+    honest_dir, mixed_dir = root / "honest", root / "mixed"
+    honest_dir.mkdir(parents=True)
+    write_class(lab_id, honest_dir, count - len(hostile), solved, untouched, wrong_submissions(lab_id))
+    for i, entry in enumerate(sorted(honest_dir.iterdir())):
+        if i % 50 == 49:  # write_class's damaged bundle: not what this figure is about
+            shutil.copyfile(solved, entry / grading.BUNDLE_FILE)
+    shutil.copytree(honest_dir, mixed_dir)
+    step = max(1, (count - len(hostile)) // max(1, len(hostile)))
+    for i, (name, bundle) in enumerate(hostile.items()):
+        # named to sort just before an honest learner: each hostile replay is followed by an honest one
+        sub = mixed_dir / f"learner-{i * step + step // 2:04d}-{name}"
+        sub.mkdir()
+        shutil.copyfile(bundle, sub / grading.BUNDLE_FILE)
+        for file, text in json.loads(bundle.read_text(encoding="utf-8"))["manifests"].items():
+            (sub / file).write_text(text, encoding="utf-8")  # a folder's files win over the bundle's copies
+    with GraderCluster(catalog.get(lab_id).fleet, root=root / "alone") as gc:
+        alone = _checks(grading.grade_batch(lab_id, honest_dir, root / "alone.csv", replay=gc.client))
+    started = time.perf_counter()
+    with GraderCluster(catalog.get(lab_id).fleet, root=root / "state") as gc:
+        up = time.perf_counter() - started
+        mixed = _checks(grading.grade_batch(lab_id, mixed_dir, root / "mixed.csv", replay=gc.client))
+        elapsed = time.perf_counter() - started
+    differ = tuple(sorted(name for name, got in alone.items() if mixed.get(name) != got))
+    return HostileTiming(lab_id, len(mixed), tuple(hostile), elapsed, up, len(alone), len(alone) - len(differ),
+                         differ)
+
+
+def wrong_submissions(lab_id: str) -> list[Path]:
+    """The lab's typical wrong submissions (``tests/fixtures/labs/<id>/wrong-*``) when this is a source checkout."""
+    folder = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "labs" / lab_id
+    return sorted(p for p in folder.glob("wrong-*") if p.is_dir())

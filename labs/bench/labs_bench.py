@@ -71,16 +71,10 @@ def lab_figures(kubeconfig: Path, root: Path, out: list[Figure]) -> Recorded:
     return Recorded(solved, unsolved)
 
 
-def wrong_submissions(lab_id: str = LAB) -> list[Path]:
-    """The lab's typical wrong submissions (``tests/fixtures/labs/<id>/wrong-*``) when this is a source checkout."""
-    folder = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "labs" / lab_id
-    return sorted(p for p in folder.glob("wrong-*") if p.is_dir())
-
-
 def grading_throughput(recorded: Recorded, count: int, root: Path, tag: str = "") -> Figure:
     folder = root / "class"
     folder.mkdir(parents=True)
-    wrongs = wrong_submissions()
+    wrongs = grading_bench.wrong_submissions(LAB)
     grading_bench.write_class(LAB, folder, count, recorded.solved, recorded.unsolved, wrongs)
     t = grading_bench.batch_rate(LAB, folder)
     return Figure(f"offline grading throughput, {count} submissions{tag}", round(t.per_second, 1), "submissions/s",

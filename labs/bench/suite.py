@@ -56,6 +56,7 @@ class Plan:
         # Replaying one submission takes seconds (a reset and the learner's actions on the grader's cluster), so a
         # quick run replays a few: enough for the rotation of solution, starter and wrong submissions.
         self.replay_submissions = 10 if quick else 200
+        self.hostile_submissions = 9 if quick else 30
         self.label_repeat = 2 if quick else 5
         self.live_repeat = 20 if quick else 100
         self.start_repeat = 1 if quick else 5
@@ -189,13 +190,45 @@ def _replay_name(plan: Plan) -> str:
 
 def _replay(run: _Run) -> None:
     n = run.plan.replay_submissions
-    t = grading_bench.replay_batch(run.root / "replay", n, labs_bench.wrong_submissions(grading_bench.REPLAY_LAB))
+    t = grading_bench.replay_batch(run.root / "replay", n, grading_bench.wrong_submissions(grading_bench.REPLAY_LAB))
     run.figures.append(Figure(
         _replay_name(run.plan), round(t.seconds, 1), "s", None if run.plan.quick else grading_bench.REPLAY_TARGET_S,
         note=f"gpulab grade --batch's path: the grader's cluster started ({t.start_seconds:.1f} s), each submission "
              f"reset and replayed there in a limited child process, CSV row by row; solution, starter and typical "
              f"wrong submissions in rotation, 1 in 50 damaged; {t.full_marks} full marks, {t.broken} broken; "
              f"{(t.seconds - t.start_seconds) / max(1, t.submissions):.2f} s per submission"))
+
+
+def _hostile_names(plan: Plan) -> tuple[str, str]:
+    n = plan.hostile_submissions
+    return (f"replay grading, a class of {n} submissions of {grading_bench.HOSTILE_LAB} with 3 hostile ones, grader's "
+            f"cluster start included{plan.tag()}",
+            f"honest learners in that class graded exactly as when graded without the hostile ones{plan.tag()}")
+
+
+def _hostile_planned(plan: Plan) -> list[Figure]:
+    timing, same = _hostile_names(plan)
+    honest = plan.hostile_submissions - 3
+    return [Figure(timing, None, "s", HOSTILE_TARGET_S_EACH * plan.hostile_submissions + 10.0),
+            Figure(same, None, f"of {honest}", float(honest), True)]
+
+
+HOSTILE_TARGET_S_EACH = grading_bench.REPLAY_TARGET_S / 200  # the replay figure's rate: 3 s a submission
+
+
+def _hostile(run: _Run) -> None:
+    t = grading_bench.hostile_class(run.root / "hostile", run.plan.hostile_submissions)
+    timing, same = _hostile_names(run.plan)
+    run.figures.append(Figure(
+        timing, round(t.seconds, 1), "s", HOSTILE_TARGET_S_EACH * t.submissions + 10.0,
+        note=f"one gpulab grade --batch on one grader's cluster ({t.start_seconds:.1f} s to start); hostile: "
+             f"{', '.join(t.hostile)} (finalizers nothing removes on objects and a pod template, a Deployment of "
+             "1,500 replicas, an alert whose label regex backtracks under a backtracking engine), each followed by "
+             f"an honest learner; {(t.seconds - t.start_seconds) / max(1, t.submissions):.2f} s per submission"))
+    run.figures.append(Figure(
+        same, float(t.same_as_alone), f"of {t.honest}", float(t.honest), True,
+        note="each honest learner's checks compared with the same submission's in a batch of the honest ones alone "
+             "on a grader's cluster of its own" + (f"; differ: {', '.join(t.differ)}" if t.differ else "")))
 
 
 def _grading_name(plan: Plan) -> str:
@@ -285,6 +318,7 @@ def run(quick: bool = False, *, sections: Iterable[str] = SECTIONS,
         if "replay" in wanted:
             r.section("replay grading", lambda: _replay(r),
                       [Figure(_replay_name(plan), None, "s", None if plan.quick else grading_bench.REPLAY_TARGET_S)])
+            r.section("replay grading with hostile submissions", lambda: _hostile(r), _hostile_planned(plan))
         if "scale" in wanted:
             r.section(f"{plan.scale_nodes}-node fleet", lambda: _scale(r), _scale_planned(plan))
         if "notebooks" in wanted:
