@@ -6,14 +6,17 @@ know what each node already gives away). Volatile fields (resourceVersion, uid, 
 event counts) are dropped and lists are sorted, so the same state always gives the same bytes. ``load``
 refuses anything that is not a bundle we can read, with the reason; ``read`` turns that into a ``Finding``
 so that batch grading never crashes on a hostile file. ``graders.bundleview.BundleView`` serves a bundle to
-checks through the ``ClusterView`` protocol.
+checks through the ``ClusterView`` protocol. ``write`` records who wrote the file (``graders.producer``: the
+system's word); on reading that is the learner's claim, which ``owner_note`` sets beside the file's owner.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +25,7 @@ from typing import Any
 
 from cluster import errors, inside
 from cluster.kube import client as kube
-from graders import findings, live_messages, view as view_mod
+from graders import findings, live_messages, producer as producer_mod, view as view_mod
 from graders.view import Obj, as_list, as_map, as_str, dig
 
 log = logging.getLogger(__name__)
@@ -30,6 +33,9 @@ log = logging.getLogger(__name__)
 KIND = "gpulab.dev/EvidenceBundle"
 # Version 2 added ``actions``: what the learner did besides the files (node labels, ClusterPolicy fields, faults,
 # the operator), which grading replays on its own cluster. A version-1 bundle reads with no actions.
+# ``producer`` (who wrote the file) came without a new version: it changes no grade, and readers of every version
+# pass over a top-level key they do not know, so a grader one release behind still reads a bundle that has one
+# (a bump would refuse it as too new); a bundle without one, as every older one is, reads with producer None.
 BUNDLE_VERSION = 2  # bump when the layout changes; readers accept OLDEST_READABLE..BUNDLE_VERSION
 OLDEST_READABLE = 1
 MAX_ACTIONS = 200
@@ -78,6 +84,7 @@ class Bundle:
     manifests: Mapping[str, str]
     cluster: Mapping[str, Any]
     actions: tuple[Mapping[str, Any], ...] = ()
+    producer: producer_mod.Producer | None = None  # the bundle's claim of who wrote it: shown, never trusted
 
     def view(self) -> view_mod.ClusterView:
         """The cluster as the learner's bundle describes it: the learner's claim (for explaining, never scoring)."""
@@ -91,6 +98,8 @@ class Bundle:
                "cluster": dict(self.cluster)}
         if self.version >= 2:
             out["actions"] = [dict(a) for a in self.actions]
+        if self.producer is not None:
+            out["producer"] = self.producer.to_dict()
         return out
 
 
@@ -191,9 +200,10 @@ def dumps(data: Mapping[str, Any]) -> bytes:
 
 
 def write(path: str | Path, data: Mapping[str, Any]) -> Path:
-    """Write a bundle; raises ``BundleError`` when it would be larger than a reader accepts."""
+    """Write a bundle with its ``producer``, this process (one in ``data`` is replaced); raises ``BundleError``
+    when it would be larger than a reader accepts."""
     out = Path(path)
-    payload = dumps(data)
+    payload = dumps({**data, "producer": producer_mod.current().to_dict()})
     if len(payload) > MAX_BYTES:
         raise BundleError(str(out), "bundle/too-large", size=_human(len(payload)), limit=_human(MAX_BYTES))
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -247,7 +257,31 @@ def loads(data: bytes, name: str = "<bundle>") -> Bundle:
         raise BundleError(name, "bundle/invalid", problems=shown)
     return Bundle(lab=raw["lab"], version=version, namespaces=tuple(raw["scope"]["namespaces"]),
                   manifests=MappingProxyType(dict(raw["manifests"])), cluster=MappingProxyType(dict(raw["cluster"])),
-                  actions=tuple(MappingProxyType(dict(a)) for a in raw.get("actions", [])))
+                  actions=tuple(MappingProxyType(dict(a)) for a in raw.get("actions", [])),
+                  producer=producer_mod.from_dict(raw.get("producer")))
+
+
+def owner_note(path: str | Path) -> str:
+    """``graders.producer.note`` for the bundle file at ``path``: the producer it claims against the file's owner.
+    The file is opened without following a link and the owner read from the open file (the owner of the bytes
+    read); "" when there is no readable bundle there (the steps that use it say why)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return ""
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    try:
+        found = loads(data, str(path))
+    except BundleError:
+        return ""
+    return producer_mod.note(found.producer, info.st_uid)
 
 
 def _parse_json(data: bytes, name: str) -> Any:
@@ -326,6 +360,7 @@ def validate(raw: Mapping[str, Any]) -> list[str]:
         namespaces = []
     problems.extend(_check_manifests(raw.get("manifests")))
     problems.extend(_check_actions(raw.get("actions"), raw.get("bundleVersion")))
+    problems.extend(producer_mod.problems(raw.get("producer")))
     cluster = raw.get("cluster")
     if not isinstance(cluster, dict):
         return problems + ["cluster: must be an object"]

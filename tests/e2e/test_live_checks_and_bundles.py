@@ -74,7 +74,8 @@ def test_wait_on_a_live_view_ends_with_a_time_out(gpu_operator: Client, namespac
 def test_bundle_records_the_state_as_the_learners_claim(gpu_operator: Client, namespace: str, tmp_path: Path) -> None:
     """Snapshot the cluster, write, read: the recorded claim reads as the live view did (every check's verdict
     and message the same, for explaining and for showing beside the replayed grade); the bundle is version 2
-    with the actions given; two snapshots of the unchanged cluster are byte-for-byte identical."""
+    with the actions given; two snapshots of the unchanged cluster are byte-for-byte identical (the producer, who
+    wrote the file and when, is added by ``write``)."""
     client = gpu_operator
     _setup(client, namespace)
     wait_phase(client, namespace, "on-h100", "Running", timeout=60)
@@ -89,7 +90,9 @@ def test_bundle_records_the_state_as_the_learners_claim(gpu_operator: Client, na
     bundle_results = [(c.id, c.passed, c.message) for c in _checks(offline.view(), namespace)]
     assert bundle_results == live_results
     again = bundle.dumps(bundle.snapshot(client, [namespace], manifests, "e2e", acts))
-    assert again == path.read_bytes()
+    written = json.loads(path.read_bytes())
+    assert offline.producer is not None and written.pop("producer") == offline.producer.to_dict()
+    assert again == bundle.dumps(written)  # the state is the same bytes; who wrote it, and when, is added by write
     explained = explain.explain_pod(offline.view(), namespace, "too-big")
     assert explained.agrees is True
 

@@ -25,7 +25,9 @@ def test_round_trip_is_byte_for_byte(tmp_path: Path) -> None:
     data = sample()
     path = bundle.write(tmp_path / "b.json", data)
     loaded = bundle.load(path)
-    assert bundle.dumps(loaded.to_dict()) == path.read_bytes() == bundle.dumps(data)
+    assert loaded.producer is not None  # write adds who wrote it (tests/unit/test_bundle_producer.py)
+    assert bundle.dumps(loaded.to_dict()) == path.read_bytes() == bundle.dumps({**data, **loaded.to_dict()})
+    assert bundle.dumps(data) == bundle.dumps({k: v for k, v in loaded.to_dict().items() if k != "producer"})
     assert loaded.lab == "unit" and loaded.namespaces == ("lab",) and "pod.yaml" in loaded.manifests
 
 
@@ -119,6 +121,9 @@ def test_hostile_bytes_give_a_finding_quickly(tmp_path: Path, label: str, payloa
     assert info.value.key == key, (label, info.value.said.message)
 
 
+PRODUCER = {"uid": 1001, "user": "ann", "host": "hub", "at": "2026-11-26T18:00:00Z"}
+
+
 def _mutated(change: Any) -> bytes:
     data = bundle_data(nodes=[make_node("t4-0", gpus=1)], pods=[make_pod("p")])
     change(data)
@@ -142,6 +147,12 @@ SHAPES: list[tuple[str, Any, str]] = [
     ("unknown action", lambda d: d.update(actions=[{"action": "exec", "command": "sh"}]), "actions[0]"),
     ("action not an object", lambda d: d.update(actions=["label"]), "actions[0]"),
     ("too many actions", lambda d: d.update(actions=[{"action": "label"}] * (bundle.MAX_ACTIONS + 1)), "more than"),
+    ("producer not an object", lambda d: d.update(producer="ann"), "producer: must be an object"),
+    ("producer uid as text", lambda d: d.update(producer={**PRODUCER, "uid": "1001"}), "producer.uid"),
+    ("producer uid a boolean", lambda d: d.update(producer={**PRODUCER, "uid": True}), "producer.uid"),
+    ("producer name with an escape", lambda d: d.update(producer={**PRODUCER, "user": "ann\x1b[2J"}), "producer.user"),
+    ("producer time not UTC", lambda d: d.update(producer={**PRODUCER, "at": "yesterday"}), "producer.at"),
+    ("producer unknown field", lambda d: d.update(producer={**PRODUCER, "trusted": True}), "producer.trusted"),
 ]
 
 
