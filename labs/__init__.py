@@ -5,10 +5,12 @@ The public API (stable; notebooks and nbgrader use only this):
 - ``list_labs() -> list[str]``: the lab ids, in course order.
 - ``get(lab_id) -> LabSpec``: a lab's spec (title, module, tasks with instructions and checks, files).
 - ``start(lab_id, *, workdir=None, kubeconfig=None, fresh=False) -> Lab``: set the lab up on the cluster and
-  copy its starter files into ``workdir`` (default ``./gpulab-labs/<id>``).
+  copy its starter files into ``workdir`` (default ``./gpulab-labs/<id>``); a lab in progress on the cluster is
+  resumed instead (``Lab.resumed``), ``fresh=True`` starts over.
 - ``attach(lab_id, *, kubeconfig=None) -> Lab``: the lab started earlier, without setting it up again.
 - ``Lab``: ``check(*, wait=5.0) -> Report``, ``solve()``, ``reset()``, ``submit(path=None) -> Path``,
-  ``stop()``, ``apply(*files)``, ``file(name) -> Path``, ``progress(report)``, ``snapshot()``, ``widget()``, ``tasks``.
+  ``stop()``, ``apply(*files)``, ``file(name) -> Path``, ``progress(report)``, ``snapshot()``, ``widget()``, ``tasks``,
+  ``resumed``.
 - ``grade(lab_id, submission, *, bundle=None, live=False, kubeconfig=None, replay=None) -> Report``: grade a
   folder of files and/or an evidence bundle; the cluster checks only by replaying the learner's work on the
   grader's cluster (``replay=GraderCluster(...).client()``) or against the live lab cluster.

@@ -1,8 +1,11 @@
 """A started lab: the learner's working folder plus the cluster, with check, solve, reset and submit.
 
 ``start`` puts the lab's scope back to its start values, runs the setup steps and copies the starter files
-into the working folder (without overwriting the learner's edits unless asked). Every method is safe to call
-again. The learner's files are backed up before ``solve`` or ``reset`` overwrite them.
+into the working folder (without overwriting the learner's edits unless asked). A lab already in progress on the
+cluster (``labs.resume``: set up there last and not stopped since, as after the idle culler stopped the cluster)
+is resumed instead: nothing on the cluster changes and only missing starter files are copied; ``reset`` (or
+``start(..., fresh=True)``) starts over. Every method is safe to call again. The learner's files are backed up
+before ``solve`` or ``reset`` overwrite them.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from cluster.backends import guard, kind as kind_backend
 from cluster.backends.base import state_root
 from cluster.kube.client import Client
 from graders import Check, ClusterView, LiveView, Report, Severity, snapshot, source, write_bundle
-from labs import catalog, checks, evidence, grading, kubeapply, predict, replay, scope, steps
+from labs import catalog, checks, evidence, grading, kubeapply, predict, replay, resume, scope, steps
 from labs.checks import static
 from labs.checks.live import PredictionRule
 from labs.spec import CheckSpec, LabSpec, Problems, Task
@@ -45,6 +48,7 @@ class Lab:
         self.spec = spec
         self.workdir = workdir
         self._kubeconfig = kubeconfig
+        self.resumed = False  # the last ``setup`` found the lab in progress and left the cluster as it was
 
     @property
     def id(self) -> str:
@@ -79,15 +83,29 @@ class Lab:
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
     def setup(self, *, fresh: bool = False) -> None:
-        """Scope to start values, setup steps, starter files (``fresh`` replaces the learner's copies)."""
+        """Scope to start values, setup steps, starter files (``fresh`` replaces the learner's copies).
+
+        A lab in progress on this cluster (``labs.resume``) is resumed unless ``fresh``: the cluster keeps the
+        learner's objects, and only starter files the folder lacks are copied."""
         owner = self._refuse_on_attach("set up", [*scope.cluster_changes(self.spec.scope),
                                                   *_changes(self.spec.setup)])
+        ours = owner.name != guard.ATTACH  # no record is written on someone else's cluster
         with self.client() as client:
-            scope.normalize(client, self.spec.scope)
-            self._run(client, self.spec.setup, "set up", owner)
+            self.resumed = ours and not fresh and resume.in_progress(client, self.spec)
+            if not self.resumed:
+                if ours:
+                    resume.forget(client)
+                scope.normalize(client, self.spec.scope)
+                self._run(client, self.spec.setup, "set up", owner)
+                if ours:
+                    resume.mark(client, self.spec)
         self._copy_files("starter", overwrite=fresh)
         _record_path(self.id).parent.mkdir(parents=True, exist_ok=True)
         _record_path(self.id).write_text(json.dumps({"workdir": str(self.workdir.resolve())}))
+        if self.resumed:  # a warning, so that a notebook shows it without any logging set up
+            log.warning("lab %s is resumed: your objects on the cluster and your files are as you left them; "
+                        "to start over, reset it (lab.reset() in a notebook, `gpulab lab reset %s` in a terminal)",
+                        self.id, self.id)
 
     def solve(self) -> None:
         """Write the solution files into the working folder and do what a learner would do with them."""
@@ -109,9 +127,13 @@ class Lab:
         self.setup(fresh=True)
 
     def stop(self) -> None:
-        """Leave the lab: delete its namespaces and objects and turn the GPU knobs back (your files stay)."""
-        self._refuse_on_attach("stop", scope.cluster_changes(self.spec.scope, leaving=True))
+        """Leave the lab: delete its namespaces and objects and turn the GPU knobs back (your files stay).
+
+        No lab is in progress afterwards, whichever one was: leaving may change another lab's scope too."""
+        owner = self._refuse_on_attach("stop", scope.cluster_changes(self.spec.scope, leaving=True))
         with self.client() as client:
+            if owner.name != guard.ATTACH:
+                resume.forget(client)
             scope.leave(client, self.spec.scope)
 
     def apply(self, *names: str) -> list[kubeapply.Applied]:
@@ -313,7 +335,10 @@ def _changes(todo: tuple[steps.Step, ...]) -> list[str]:
 
 def start(lab_id: str, *, workdir: Path | str | None = None, kubeconfig: Path | str | None = None,
           fresh: bool = False) -> Lab:
-    """Set up lab ``lab_id`` on the cluster and return it (its files in ``workdir``, default ./gpulab-labs/<id>)."""
+    """Set up lab ``lab_id`` on the cluster and return it (its files in ``workdir``, default ./gpulab-labs/<id>).
+
+    A lab in progress on the cluster is resumed (``Lab.resumed``); ``fresh=True`` sets it up afresh and replaces
+    the learner's files with the starter files (backed up first)."""
     spec = catalog.get(lab_id)
     lab = Lab(spec, Path(workdir) if workdir else default_workdir(lab_id), Path(kubeconfig) if kubeconfig else None)
     lab.setup(fresh=fresh)

@@ -69,7 +69,7 @@ def run(root: Path, out: list[Figure]) -> None:
         out.append(Figure(AGAIN, round(again, 2), "s", TARGET_S,
                           note=f"the server stopped (and the cluster with it), then login again: server in "
                                f"{spawned:.2f} s, labs.start {run.seconds:.2f} s, the cluster restarted from the "
-                               "learner's own state"))
+                               "learner's own state and the lab resumed, not set up again"))
     spawned, early, done = _first(root, "login")
     out.append(Figure(AT_LOGIN, round(early, 2), "s", None,
                       note=f"gpulab class init --cluster-start login, for comparison: server in {spawned:.2f} s "

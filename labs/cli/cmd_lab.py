@@ -92,9 +92,10 @@ def show_cmd(lab_id: str) -> None:
 @click.argument("lab_id")
 @click.option("--dir", "workdir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where your files go (default ./gpulab-labs/LAB_ID, or $GPULAB_LABS_DIR/LAB_ID).")
-@click.option("--fresh", is_flag=True, help="Replace your files with the starter files (yours are backed up).")
+@click.option("--fresh", is_flag=True, help="Start over: set the lab up again even if it is in progress, and replace "
+                                            "your files with the starter files (yours are backed up).")
 def start_cmd(lab_id: str, workdir: Path | None, fresh: bool) -> None:
-    """Set the lab up on the cluster and copy its starter files."""
+    """Set the lab up on the cluster and copy its starter files; a lab in progress on the cluster is resumed."""
     lab = labs.start(lab_id, workdir=workdir, fresh=fresh)
     click.echo(f"lab {lab.id} is ready; your files are in {lab.workdir}")
     click.echo(f"read the tasks with `gpulab lab show {lab.id}`; check your work with `gpulab lab check {lab.id}`")
