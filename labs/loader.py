@@ -20,6 +20,7 @@ from graders import findings
 from graders.rules import RULES
 from labs import checks, steps
 from labs.checks import common, static
+from labs.classroom import solutions
 from labs.spec import API_VERSION, KIND, OPERATOR_STATES, CheckSpec, LabSpec, ObjectRef, Problems, Scope, Task
 
 ID_PATTERN = re.compile(r"^[0-9]{2}[a-z]?-[a-z0-9]+(-[a-z0-9]+)*$")
@@ -98,8 +99,10 @@ def _spec(p: Problems, spec: dict[str, Any], lab_id: str, version: int, director
     if fleet not in fleet_mod.builtin_names():
         p.add("spec.fleet", f"must be a built-in fleet ({', '.join(fleet_mod.builtin_names())})")
     files = common.strings(p, "spec.files", spec.get("files"))
+    # A learner's account in class mode has no solution/ to read (labs.classroom.solutions): the lab still loads.
+    folders = ("starter",) if solutions.withheld(directory) else ("starter", "solution")
     for i, name in enumerate(files):
-        for folder in ("starter", "solution"):
+        for folder in folders:
             if not (directory / folder / name).is_file():
                 p.add(f"spec.files[{i}]", f"{folder}/{name} does not exist")
     lint_files = common.strings(p, "spec.lintFiles", spec["lintFiles"]) if "lintFiles" in spec else ()

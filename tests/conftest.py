@@ -42,6 +42,7 @@ _TIERS = {
 SHARED_UNITS = {
     "tests/e2e/test_class_hub_round_trip.py": "class-mode",
     "tests/e2e/test_class_hub_isolation.py": "class-mode",
+    "tests/e2e/test_class_solutions.py": "class-mode",
 }
 # The longest units (measured in a serial run on a new machine, 2026-11-28), in the order they start; every other file follows in
 # this tier order, and keeps its place within its tier.

@@ -2,7 +2,8 @@
 
 The instructor's home gets ``course/``: the nbgrader course folder (config and the labs' source assignments,
 never the demo's solved work); a learner's home gets ``course/`` with the course notebooks. Learners' and the
-instructor's servers read the control-plane binaries from the class's read-only copy.
+instructor's servers read the control-plane binaries from the class's read-only copy. Both steps withhold the lab
+solutions from everyone outside the group ``gpulab-instructors`` (``solutions.withhold``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from cluster import binaries, errors
 from labs import course_nbgrader
-from labs.classroom import accounts, hubconfig, layout, runtime
+from labs.classroom import accounts, hubconfig, layout, runtime, solutions
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ def init(cd: layout.ClassDir, instructor: str, password: str | None, *, port: in
                                          "autograded", "feedback", ".ipynb_checkpoints"))
     accounts.write_owned(instructor_home / ".jupyter" / "nbgrader_config.py",
                          INSTRUCTOR_NBGRADER.format(root=str(course)), instructor)
+    solutions.withhold()  # learners' servers import this checkout: its solutions become the instructors' alone
     return settings
 
 
@@ -91,6 +93,7 @@ def add_learner(cd: layout.ClassDir, name: str, password: str | None) -> layout.
     settings = cd.settings()
     if name == settings.instructor:
         raise errors.ConfigError("learner", [f"{name} is the class's instructor"])
+    solutions.withhold()  # before the account exists: a learner never sees a solution readable
     home = accounts.ensure_account(name, layout.LEARNERS_GROUP, password)
     course = home / "course"
     if not course.exists():

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from cluster import errors
-from labs.classroom import accounts, layout, runtime, singleuser
+from labs.classroom import accounts, layout, runtime, singleuser, solutions
 
 if TYPE_CHECKING:
     from labs.classroom import report as class_report
@@ -59,6 +59,8 @@ def init_cmd(folder: str | None, instructor: str, password: str | None, port: in
     provision.init(cd, instructor, password, port=port, cull_after=cull_after, cull_every=cull_every,
                    cluster_start=cluster_start)
     click.echo(f"class folder {cd.root}; instructor {instructor} (course folder ~{instructor}/course)")
+    click.echo(f"lab solutions withheld from learners (group {layout.INSTRUCTORS_GROUP}, no access for others): "
+               + ", ".join(str(p) for p in solutions.protected()))
     click.echo(f"next: gpulab class add-learner NAME --dir {cd.root}, then gpulab class up --dir {cd.root}")
 
 
@@ -83,6 +85,7 @@ def up_cmd(folder: str | None) -> None:
     cd = layout.ClassDir(layout.class_dir(folder))
     settings = cd.settings()
     accounts.require_root("gpulab class up")
+    solutions.withhold()  # again: a git pull since class init may have brought a solution in, readable by all
     hub = Path(sys.executable).parent / "jupyterhub"
     click.echo(f"JupyterHub for {len(settings.learners)} learner(s) at http://127.0.0.1:{settings.port}/", err=True)
     os.chdir(cd.hub_state)

@@ -25,6 +25,7 @@ from graders import Report
 from graders.render import json as json_render
 from graders.render import terminal
 from labs import grading, predict, runtime
+from labs.classroom import solutions
 from labs.grader_cluster import GraderCluster
 
 
@@ -58,6 +59,9 @@ def list_cmd(as_json: bool) -> None:
 def audit_cmd(as_json: bool) -> None:
     """Per lab: checks, share reading the cluster, share of points from answers.yaml, copies of module cells."""
     from labs import audit
+
+    for lab_id in labs.list_labs():  # the audit reads every solution and names what a notebook shows of it
+        solutions.require(labs.get(lab_id).directory, "gpulab lab audit")
 
     figs = audit.all_figures()
     if as_json:
@@ -137,7 +141,8 @@ def check_cmd(lab_id: str, wait: float, as_json: bool) -> None:
 @lab_group.command("solve")
 @click.argument("lab_id")
 def solve_cmd(lab_id: str) -> None:
-    """Write the solution files (yours are backed up) and do what the tasks ask."""
+    """Write the solution files (yours are backed up) and do what the tasks ask (not for learners in class mode)."""
+    solutions.require(labs.get(lab_id).directory, "gpulab lab solve")
     lab = labs.attach(lab_id)
     lab.solve()
     click.echo(f"lab {lab.id} solved; `gpulab lab check {lab.id}` should now pass")
