@@ -5,9 +5,12 @@
 cluster when it stops, and by default starts it at login), ``ondemand`` (the lab cluster starts when first
 needed), ``loop`` (the instructor's nbgrader steps as the instructor's account), ``formgrade`` (what makes
 formgrader's Release and Autograde buttons do what ``loop`` does), ``report`` (per-learner scores and quiz
-statistics across the class) and ``reportservice`` (that report as a hub page for the instructor).
-Every module but ``ondemand``, ``formgrade`` and ``report`` expects root: it creates accounts and runs commands
-as them.
+statistics across the class), ``reportservice`` (that report as a hub page for the instructor), ``solutions``
+(the lab solutions withheld from learners, and the refusal of ``solve``) and ``similarity`` (submissions alike,
+flagged for the instructor).
+Every module but ``ondemand``, ``formgrade``, ``report``, ``solutions`` and ``similarity`` expects root: it creates
+accounts and runs commands as them (``solutions.withhold`` alone needs root).
 """
 
-__all__ = ["accounts", "formgrade", "hubconfig", "layout", "loop", "ondemand", "report", "reportservice", "singleuser"]
+__all__ = ["accounts", "formgrade", "hubconfig", "layout", "loop", "ondemand", "report", "reportservice", "similarity",
+           "singleuser", "solutions"]

@@ -4,7 +4,8 @@
 (no solution files, no evidence bundle, no demo work), release_assignment to the class's exchange.
 ``grade``: collect the learners' submissions from the exchange, grade them by replaying each learner's evidence
 on a cluster the instructor's account owns (``labs.nbgrader_autograde``; never nbgrader's own autograde, which
-would trust cells the learner edited), generate_feedback and release_feedback.
+would trust cells the learner edited), flag similar submissions for the instructor (``similarity``, written to
+``similarity-LAB.json``), generate_feedback and release_feedback.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from cluster import errors
 from labs import catalog, course_nbgrader, nbgrader_autograde
+from labs.classroom import similarity
 from labs.grader_cluster import GraderCluster
 
 log = logging.getLogger(__name__)
@@ -83,6 +85,8 @@ def grade(course: Path, lab_id: str, step: Callable[[str], None] = lambda _: Non
     if not graded:
         raise errors.CourseError(f"no submissions of {lab_id} were collected",
                                  hint="learners submit from the Assignments tab; then run this again")
+    found = similarity.check(course, lab_id)  # read only: a flag is for the instructor, it changes no score
+    step(f"{lab_id}: similarity: {len(found.flags)} flag(s), {similarity.write(course, found).name}")
     step(f"{lab_id}: generate_feedback")
     course_nbgrader.run_nbgrader(["generate_feedback", lab_id, "--force"], course)
     step(f"{lab_id}: release_feedback")

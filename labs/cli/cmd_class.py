@@ -141,16 +141,20 @@ def release_cmd(lab_id: str, folder: str | None) -> None:
 @click.argument("lab_id")
 @_DIR
 def grade_cmd(lab_id: str, folder: str | None) -> None:
-    """Collect, grade by replay on the instructor's own cluster, generate and release feedback."""
+    """Collect, grade by replay on the instructor's own cluster, flag similar submissions, release feedback."""
     cd = layout.ClassDir(layout.class_dir(folder))
     if os.geteuid() == 0:
         return _as_instructor(cd, ["grade", lab_id])
-    from labs.classroom import loop
+    from labs.classroom import loop, similarity
 
-    graded = loop.grade(_course(cd), lab_id, lambda text: click.echo(f"... {text}"))
+    course = _course(cd)
+    graded = loop.grade(course, lab_id, lambda text: click.echo(f"... {text}"))
     for g in graded:
         got = sum(g.tasks.values())
         click.echo(f"{g.student}: {got:g} points" + (f" ({g.error})" if g.error else ""))
+    found = similarity.load(course, lab_id)
+    if found is not None:
+        click.echo("\n".join([*similarity.describe(found), f"  details: {similarity.path(course, lab_id)}"]))
     click.echo(f"feedback released for {len(graded)} learner(s)")
 
 
