@@ -26,6 +26,7 @@ from cluster.kube.client import Client
 from graders import Check, ClusterView, LiveView, Report, Severity, snapshot, source, write_bundle
 from labs import catalog, checks, evidence, grading, kubeapply, predict, replay, resume, scope, steps
 from labs.checks import static
+from labs.classroom import solutions
 from labs.checks.live import PredictionRule
 from labs.spec import CheckSpec, LabSpec, Problems, Task
 
@@ -108,7 +109,9 @@ class Lab:
                         self.id, self.id)
 
     def solve(self) -> None:
-        """Write the solution files into the working folder and do what a learner would do with them."""
+        """Write the solution files into the working folder and do what a learner would do with them (refused
+        for a learner in class mode: the solutions are the instructor's)."""
+        solutions.require(self.spec.directory, "lab.solve()")
         owner = self._refuse_on_attach("solve", _changes(self.spec.solve))
         self._copy_files("solution", overwrite=True)
         with self.client() as client:

@@ -107,8 +107,6 @@ def test_the_environment_does_not_decide(monkeypatch: pytest.MonkeyPatch) -> Non
     assert solutions.refused(LAB_DIR) is not None
 
 
-@pytest.mark.xfail(strict=True, reason="the one-line hook in labs/runtime.py Lab.solve is not in yet: "
-                   'solutions.require(self.spec.directory, "lab.solve()") as its first line')
 def test_the_python_api_refuses_a_learner_before_anything_runs(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     from cluster import errors
