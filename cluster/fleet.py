@@ -103,7 +103,7 @@ def _tn(value: Any) -> str:
 
 def _int(p: strict.Problems, path: str, value: Any, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        p.add(path, f"must be an integer, got {_tn(value)} {value!r}")
+        p.add(path, f"must be an integer, got {_tn(value)} {strict.shown(value)}")
         return lo
     if not lo <= value <= hi:
         p.add(path, f"must be between {lo} and {hi}, got {value}")
@@ -117,7 +117,7 @@ def _qty(p: strict.Problems, path: str, value: Any) -> str:
     except quantity.QuantityError:
         ok = False
     if not ok or text is None:
-        p.add(path, f"must be a Kubernetes quantity such as '8' or '32Gi', got {value!r}")
+        p.add(path, f"must be a Kubernetes quantity such as '8' or '32Gi', got {strict.shown(value)}")
         return "0"
     return text
 
@@ -150,11 +150,11 @@ def _taints(p: strict.Problems, path: str, value: Any) -> tuple[Taint, ...]:
         if not isinstance(key, str) or not key:
             p.add(f"{tp}.key", "required string")
         if effect not in _EFFECTS:
-            p.add(f"{tp}.effect", f"must be one of {', '.join(_EFFECTS)}, got {effect!r}")
+            p.add(f"{tp}.effect", f"must be one of {', '.join(_EFFECTS)}, got {strict.shown(effect)}")
         value = t.get("value", "")
         if not isinstance(value, str):
-            p.add(f"{tp}.value", f"must be text, got {_tn(value)} {value!r}")
-        out.append(Taint(str(key), str(effect), str(value)))
+            p.add(f"{tp}.value", f"must be text, got {_tn(value)} {strict.shown(value)}")
+        out.append(Taint(key if isinstance(key, str) else "", str(effect), value if isinstance(value, str) else ""))
     return tuple(out)
 
 
@@ -168,7 +168,7 @@ def _gpu(p: strict.Problems, path: str, value: Any) -> GpuSpec | None:
     model_name = value.get("model")
     model = catalog.lookup(str(model_name)) if isinstance(model_name, str) else None
     if model is None:
-        p.add(f"{path}.model", f"unknown GPU model {model_name!r} (known: {', '.join(catalog.MODELS)})")
+        p.add(f"{path}.model", f"unknown GPU model {strict.shown(model_name)} (known: {', '.join(catalog.MODELS)})")
     count = _int(p, f"{path}.count", value.get("count", 1), 1, 16)
     topo_raw = value.get("topology", {})
     topo = Topology()
@@ -179,7 +179,7 @@ def _gpu(p: strict.Problems, path: str, value: Any) -> GpuSpec | None:
         numa = _int(p, f"{path}.topology.numaNodes", topo_raw.get("numaNodes", 1), 1, 8)
         nvlink = topo_raw.get("nvlink", False)
         if not isinstance(nvlink, bool):
-            p.add(f"{path}.topology.nvlink", f"must be true or false, got {nvlink!r}")
+            p.add(f"{path}.topology.nvlink", f"must be true or false, got {strict.shown(nvlink)}")
         topo = Topology(numa, bool(nvlink))
     return GpuSpec(model, count, topo) if model else None
 
@@ -199,7 +199,7 @@ def _pool(p: strict.Problems, path: str, raw: Any) -> NodePool | None:
     data = _defaults(raw)
     name = data.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
-        p.add(f"{path}.name", f"must be a lower-case DNS label of at most 42 characters, got {name!r}")
+        p.add(f"{path}.name", f"must be a lower-case DNS label of at most 42 characters, got {strict.shown(name)}")
         name = "invalid"
     return NodePool(
         name=name,
@@ -225,15 +225,15 @@ def parse(data: Any, source: str = "<fleet>", text: str | None = None) -> Fleet:
         raise errors.ConfigError(source, ["(root): a fleet spec must be a mapping"])
     p.unknown("", data, {"apiVersion", "kind", "metadata", "spec"})
     if data.get("apiVersion") != API_VERSION:
-        p.add("apiVersion", f"must be {API_VERSION!r}, got {data.get('apiVersion')!r}")
+        p.add("apiVersion", f"must be {API_VERSION!r}, got {strict.shown(data.get('apiVersion'))}")
     if data.get("kind") != KIND:
-        p.add("kind", f"must be {KIND!r}, got {data.get('kind')!r}")
+        p.add("kind", f"must be {KIND!r}, got {strict.shown(data.get('kind'))}")
     raw_meta = data.get("metadata")
     meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     p.unknown("metadata", meta, {"name", "description"})
     name = meta.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
-        p.add("metadata.name", f"must be a lower-case DNS label, got {name!r}")
+        p.add("metadata.name", f"must be a lower-case DNS label, got {strict.shown(name)}")
     if not isinstance(meta.get("description", ""), str):
         p.add("metadata.description", f"must be text, got {_tn(meta['description'])}")
     if raw_meta is not None and not isinstance(raw_meta, dict):
@@ -283,7 +283,11 @@ def load(name_or_path: str) -> Fleet:
     else:
         raise errors.ConfigError(name_or_path, [f"no such fleet file, and not a built-in fleet ({', '.join(builtin_names())})"])
     try:
-        data = YAML(typ="safe", pure=True).load(text)
+        data = strict.read_yaml(text)
+    except strict.YamlRefused as exc:
+        raise errors.ConfigError(source, [f"refused: {exc}"], hint="write the fleet out plainly (a fleet needs no "
+                                 "deep nesting nor aliases that repeat a value thousands of times) and run "
+                                 "`gpulab up` again") from exc
     except YAMLError as exc:
         raise errors.ConfigError(source, [f"not valid YAML: {exc}"]) from exc
     return parse(data, source, text)

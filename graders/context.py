@@ -360,8 +360,8 @@ def resolve(spec: str | None) -> FleetFacts:
     data = parsed.documents[0].data
     assert isinstance(data, dict)
     try:
-        if data.get("kind") == "Fleet":
-            return FleetFacts.from_fleet(fleet_mod.parse(data, source=spec))
+        if data.get("kind") == "Fleet":  # read again as `gpulab up --fleet` reads it: one reader, one YAML dialect
+            return FleetFacts.from_fleet(fleet_mod.load(str(path.resolve())))
         return FleetFacts.from_data(data)
     except ValueError as exc:
         raise errors.ConfigError(spec, str(exc).splitlines()) from exc

@@ -11,7 +11,6 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
-from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from quizzes import errors, model, schema, validate
@@ -35,9 +34,8 @@ def read_yaml(path: Path) -> object:
         raise errors.BankError(str(path), [f"cannot read the file: {exc.strerror or exc}"]) from exc
     except UnicodeDecodeError as exc:
         raise errors.BankError(str(path), [f"byte {exc.start}: not UTF-8 text (a quiz bank is a YAML text file)"]) from exc
-    yaml = YAML(typ="rt")
     try:
-        return yaml.load(text)
+        return schema.read_text(text)
     except YAMLError as exc:
         raise errors.BankError(str(path), [_yaml_problem(exc)]) from exc
 

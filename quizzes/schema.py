@@ -26,6 +26,12 @@ _OPTION = {"id", "text", "manifest", "correct", "explanation"}
 _DISTRACTOR = {"value", "explanation"}
 
 
+def read_text(text: str) -> object:
+    """A bank's YAML as round-trip data (lines kept), through the one guarded reader: an alias bomb or deep nesting
+    is a ``YAMLError`` at once (``cluster.strict.read_yaml``)."""
+    return strict.load_yaml(text)
+
+
 class Reader(strict.Problems):
     """Collects problems as ``path: message (line N)`` (``cluster.strict``, the one strict-spec reader) while
     reading loosely typed YAML data."""

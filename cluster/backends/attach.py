@@ -17,7 +17,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from cluster import errors, fleet as fleet_mod, ops, progress as progress_mod
+from cluster import errors, fleet as fleet_mod, ops, progress as progress_mod, strict
 from cluster.backends import steps as steps_mod
 from cluster.backends.base import ClusterStatus, StateDir
 from cluster.kube import kubeconfig as kubeconfig_mod
@@ -75,8 +75,7 @@ class AttachBackend(StateDir):
         notebook would talk to a different cluster than gpulab does.
         """
         pinned = self.dir / "attach.kubeconfig"
-        yaml = YAML(typ="safe", pure=True)
-        doc = yaml.load(path.read_text())
+        doc = strict.read_yaml(path.read_text())
         if context is None or doc.get("current-context") == context:
             pinned.unlink(missing_ok=True)
             return
@@ -89,7 +88,7 @@ class AttachBackend(StateDir):
                         entry[key] = str((path.parent / entry[key]).resolve())
         fd = os.open(pinned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
-            yaml.dump(doc, f)
+            YAML(typ="safe", pure=True).dump(doc, f)
 
     def kubeconfig(self) -> Path:
         path, _ = self._source()

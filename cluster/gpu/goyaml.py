@@ -15,8 +15,9 @@ from decimal import Decimal
 from typing import Any
 
 import yaml as pyyaml
-from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
+
+from cluster import strict
 
 _Loader: Any = getattr(pyyaml, "CSafeLoader", None) or pyyaml.SafeLoader
 MAX_NODES = 100_000  # go-yaml refuses far less aliasing than this; a real config has a few dozen nodes
@@ -28,9 +29,10 @@ class YamlSyntaxError(ValueError):
 
 
 def load(text: str) -> Any:
-    yaml = YAML(typ="safe", pure=True)
+    """One document, YAML 1.2, through the guarded reader (``cluster.strict.read_yaml``: an alias bomb or deep
+    nesting is a ``YamlSyntaxError`` at once)."""
     try:
-        return yaml.load(text)
+        return strict.read_yaml(text)
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]

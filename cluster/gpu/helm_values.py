@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from cluster import errors
+from cluster.gpu import goyaml
 
 VALUES_PATH = Path(__file__).parent / "crds" / "gpu-operator-values.yaml"
 SOURCE = "GPU Operator Helm values"
@@ -116,14 +117,12 @@ def parse_set(expr: str) -> dict[str, Any]:
 
 
 def load_file(text: str, name: str) -> dict[str, Any]:
-    """The values of one ``-f`` file; bad YAML is a ConfigError naming the line, never a traceback."""
+    """The values of one ``-f`` file, read as Helm reads it (``sigs.k8s.io/yaml``: ``cluster.gpu.goyaml.load_go``,
+    which also refuses an alias bomb or deep nesting at once); bad YAML is a ConfigError naming the line."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "somewhere"
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise errors.ConfigError(name, [f"{where}: not valid YAML ({problem})"],
+        data = goyaml.load_go(text)
+    except goyaml.YamlSyntaxError as exc:
+        raise errors.ConfigError(name, [f"not valid YAML: {exc}"],
                                  hint="a values file is a YAML mapping, e.g. `devicePlugin:\\n  enabled: false`") from exc
     if data is None:
         return {}

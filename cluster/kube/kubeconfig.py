@@ -11,7 +11,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from cluster import errors, safefs
+from cluster import errors, safefs, strict
 from cluster.kube import credentials
 
 
@@ -126,7 +126,7 @@ def _named(items: Any, name: str, kind: str, source: Path | str) -> dict[str, An
 def load(path: Path | str, context: str | None = None) -> Connection:
     """Read one context of a kubeconfig into a ``Connection``."""
     try:
-        doc = YAML(typ="safe").load(Path(path).read_text())
+        doc = strict.read_yaml(Path(path).read_text())
     except OSError as exc:
         raise errors.ClusterError(f"cannot read kubeconfig {path}: {exc}", hint="gpulab up") from exc
     except Exception as exc:  # ruamel raises many types for malformed YAML
