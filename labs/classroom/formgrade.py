@@ -38,6 +38,7 @@ from nbgrader.exchange.default.submit import ExchangeSubmit
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from cluster.kube.client import Client
+from graders import bundle
 from labs import catalog, nbgrader_autograde
 from labs.classroom import loop
 from labs.grader_cluster import GraderCluster
@@ -148,6 +149,16 @@ class CheckedCollect(ExchangeCollect):  # type: ignore[misc]  # nbgrader is unty
         out = loop.refused_path(Path(self.coursedir.root), self.coursedir.assignment_id)
         out.write_text(json.dumps([{"folder": r["filename"], "claims": r["claimed"], "owner": r["owner"]}
                                    for r in refused], indent=1), encoding="utf-8")
+        # Who wrote each collected evidence bundle, by the bundle's own record, beside who handed it in: a bundle
+        # copied from another learner still names them (shown to the instructor, never graded).
+        notes = []
+        for r in self.src_records:
+            said = bundle.owner_note(os.path.join(self.inbound_path, r["filename"], nbgrader_autograde.EVIDENCE))
+            if said:
+                self.log.warning("%s: %s", r["filename"], said)
+                notes.append({"folder": r["filename"], "learner": r["username"], "note": said})
+        loop.producer_notes_path(Path(self.coursedir.root), self.coursedir.assignment_id).write_text(
+            json.dumps(notes, indent=1), encoding="utf-8")
         super().copy_files()
 
 

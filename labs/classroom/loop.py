@@ -61,14 +61,28 @@ def refused_path(course: Path, lab_id: str) -> Path:
     return course / f"collect-refused-{lab_id}.json"
 
 
+def producer_notes_path(course: Path, lab_id: str) -> Path:
+    """Where collect lists the collected submissions whose evidence bundle says another account wrote it than the
+    one that handed it in (``graders.producer.note``; JSON, rewritten at each collect)."""
+    return course / f"collect-producers-{lab_id}.json"
+
+
+def producer_notes(course: Path, lab_id: str) -> list[dict[str, str]]:
+    """The last collect's producer notes of ``lab_id`` (none when it wrote no list)."""
+    return _listed(producer_notes_path(course, lab_id), ("folder", "learner", "note"))
+
+
 def refused(course: Path, lab_id: str) -> list[dict[str, str]]:
     """The submissions the last collect of ``lab_id`` refused (none when it wrote no list)."""
+    return _listed(refused_path(course, lab_id), ("folder", "claims", "owner"))
+
+
+def _listed(path: Path, keys: tuple[str, ...]) -> list[dict[str, str]]:
     try:
-        data = json.loads(refused_path(course, lab_id).read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
-    return [{k: str(r.get(k, "")) for k in ("folder", "claims", "owner")} for r in data if isinstance(r, dict)] \
-        if isinstance(data, list) else []
+    return [{k: str(r.get(k, "")) for k in keys} for r in data if isinstance(r, dict)] if isinstance(data, list) else []
 
 
 def grade(course: Path, lab_id: str, step: Callable[[str], None] = lambda _: None, *,
@@ -79,6 +93,8 @@ def grade(course: Path, lab_id: str, step: Callable[[str], None] = lambda _: Non
     for r in refused(course, lab_id):
         step(f"{lab_id}: refused {r['folder']}: it claims to be {r['claims']}'s submission but belongs to "
              f"{r['owner']}")
+    for r in producer_notes(course, lab_id):
+        step(f"{lab_id}: {r['learner']}: {r['note']}")
     step(f"{lab_id}: starting the grader's cluster")
     with GraderCluster(kubeconfig=replay_on) as cluster:
         graded = nbgrader_autograde.autograde(course, lab_id, cluster.client, step=step)

@@ -269,3 +269,31 @@ def test_class_grade_holds_each_submission_to_its_budget_and_grades_the_next(tmp
     assert time.monotonic() - started < 30
     assert graded["ann"].report is not None and graded["ann"].error == ""
     assert graded["mallory"].report is None and "longer than the limit of 3 s" in graded["mallory"].error
+
+
+def test_collect_names_a_bundle_written_by_another_learner(tmp_path: Path) -> None:
+    """`nobody` hands in, in their own folder, an evidence bundle `daemon` wrote (copied from them): it is
+    collected (the folder is nobody's) and listed for the instructor, who sees whose work it says it is."""
+    import json
+    import pwd
+
+    from labs.bench import grading_bench
+
+    require(os.geteuid() == 0, "giving folders to other accounts needs root")
+    root = _course(tmp_path)
+    cd = layout.ClassDir(tmp_path / "class")
+    folder = _inbound(cd, "nobody", "2026-01-15 12:30:00.000000 UTC", "nobody", "copied")
+    solved, _ = grading_bench.replay_bundles(LAB, tmp_path / "bundles")
+    data = json.loads(solved.read_text())
+    data["producer"] = {"uid": pwd.getpwnam("daemon").pw_uid, "user": "daemon", "host": "lab-host",
+                        "at": "2026-01-15T12:00:00Z"}
+    (folder / "evidence.json").write_text(json.dumps(data))
+    nobody = pwd.getpwnam("nobody").pw_uid
+    os.lchown(folder / "evidence.json", nobody, nobody)
+
+    course_nbgrader.run_nbgrader(["collect", LAB, "--update"], root)
+
+    assert (root / "submitted" / "nobody" / LAB / "evidence.json").is_file()
+    notes = loop.producer_notes(root, LAB)
+    assert [n["learner"] for n in notes] == ["nobody"], notes
+    assert "produced by daemon" in notes[0]["note"] and "belongs to nobody" in notes[0]["note"]
