@@ -109,12 +109,12 @@ def _spec(p: Problems, spec: dict[str, Any], lab_id: str, version: int, director
     for i, name in enumerate(lint_files):
         if name not in files:
             p.add(f"spec.lintFiles[{i}]", f"{name!r} is not one of spec.files")
-    ctx = static.LoadContext(files, lint_files, frozenset(r.id for r in RULES), directory)
+    scope = _scope(p, common.mapping(p, "spec.scope", spec.get("scope", {})))
+    ctx = static.LoadContext(files, lint_files, frozenset(r.id for r in RULES), directory, scope.namespaces)
     tasks = _tasks(p, spec.get("tasks"), ctx)
     return LabSpec(
         id=lab_id, version=version, title=common.text(p, "spec.title", spec.get("title")), module=str(module),
-        summary=common.text(p, "spec.summary", spec.get("summary")), fleet=str(fleet),
-        scope=_scope(p, common.mapping(p, "spec.scope", spec.get("scope", {}))),
+        summary=common.text(p, "spec.summary", spec.get("summary")), fleet=str(fleet), scope=scope,
         setup=_steps(p, "spec.setup", spec.get("setup", []), directory),
         solve=_steps(p, "spec.solve", spec.get("solve", []), directory),
         tasks=tasks, files=files, lint_files=lint_files, directory=directory,

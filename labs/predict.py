@@ -2,33 +2,45 @@
 
 A lab that asks "how many shared GPUs will t4-0 advertise?" wants the learner's guess *before* they look. The
 learner records it with ``lab.predict("t4-shared", 4)`` in the notebook or ``gpulab lab predict 04a t4-shared 4``;
-it lands in ``predictions.yaml`` in the lab's folder, with the UTC time it was recorded. A ``prediction`` check
-(``labs.checks.live.PredictionRule``) then compares it with what the cluster shows, and refuses a prediction
-recorded after the object that reveals the answer was created.
+it lands in ``predictions.yaml`` in the lab's folder and, as a *stamp*, in the cluster: an immutable ConfigMap
+``gpulab-prediction-<key>`` in the lab's namespace holding the value, whose ``creationTimestamp`` the API server
+writes. A ``prediction`` check (``labs.checks.live.PredictionRule``) compares the value with what the cluster
+shows and judges "before the reveal" on the API server's two times, the stamp's and the revealing object's:
+never on the file's ``at``, which the learner can write (it is shown, not trusted). A stamp cannot be edited, only
+replaced, and a replacement is dated anew.
 
 The file is one mapping ``key -> {value, at}``; it travels with the learner's other files into the evidence
-bundle. Reading it never raises: a broken file is reported by the check that needs it.
+bundle. Reading it never raises: a broken file is reported by the check that needs it. Grading by replay
+(``labs.replay``) cannot know when the learner predicted: it stamps the handed-in predictions before it redoes
+anything (``replay_stamps``), so there the order is not judged.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from cluster import errors
+from cluster.kube.client import Client
 from graders import source
 
 FILE = "predictions.yaml"
 HEADER = ("# Your predictions, each with the time you recorded it (UTC). Written by lab.predict(...) or\n"
-          "# `gpulab lab predict LAB KEY VALUE`; a prediction recorded after the reveal does not count.\n")
+          "# `gpulab lab predict LAB KEY VALUE`, which also record each in the cluster, dated by the API server:\n"
+          "# that record is what shows a prediction came before the reveal (editing this file does not).\n")
 _KEY = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 MAX_TEXT = 200
+STAMP_PREFIX = "gpulab-prediction-"
+STAMP_LABEL = "gpulab.dev/prediction"
 
 
 class PredictionError(errors.CourseError):
@@ -110,8 +122,11 @@ def read(data: bytes | None) -> tuple[dict[str, Prediction], str]:
 
 
 def record(folder: Path, key: str, value: object, *, keys: tuple[str, ...] = (),
-           when: datetime | None = None) -> Prediction:
-    """Record (or replace) prediction ``key`` in ``folder/predictions.yaml``; ``keys``: the ones the lab asks for."""
+           when: datetime | None = None, stamp_in: tuple[Client, str] | None = None) -> Prediction:
+    """Record (or replace) prediction ``key`` in ``folder/predictions.yaml``; ``keys``: the ones the lab asks for.
+
+    ``stamp_in`` (a client and the lab's namespace): stamp it in the cluster first (``stamp``) and write the API
+    server's time into the file; what the prediction checks judge the order on."""
     if not _KEY.match(key):
         raise PredictionError(f"{key!r} is not a prediction key (lowercase letters, digits and '-')")
     if keys and key not in keys:
@@ -123,6 +138,8 @@ def record(folder: Path, key: str, value: object, *, keys: tuple[str, ...] = (),
     current, problem = read(path.read_bytes() if path.is_file() else None)
     if problem:
         raise PredictionError(f"{problem}; fix or delete {path} and record again")
+    if stamp_in is not None:
+        when = stamp(*stamp_in, key, value)
     made = Prediction(key, value, when or now())
     current[key] = made
     body = {k: {"value": p.value, "at": p.at.strftime("%Y-%m-%dT%H:%M:%SZ")} for k, p in sorted(current.items())}
@@ -132,3 +149,80 @@ def record(folder: Path, key: str, value: object, *, keys: tuple[str, ...] = (),
         fh.write(HEADER + yaml.safe_dump(body, sort_keys=True, default_flow_style=False))
     os.replace(tmp, path)
     return made
+
+
+# --- stamps: the cluster's record of a prediction -------------------------------------------------------------
+
+
+def stamp_name(key: str) -> str:
+    return STAMP_PREFIX + key
+
+
+def stamp_object(namespace: str, key: str, value: object) -> dict[str, Any]:
+    """The ConfigMap that records prediction ``key``: immutable, so a changed prediction is a new object with a
+    new ``creationTimestamp``. The value is JSON, so 4 and "4" stay apart."""
+    return {"apiVersion": "v1", "kind": "ConfigMap", "immutable": True,
+            "metadata": {"name": stamp_name(key), "namespace": namespace, "labels": {STAMP_LABEL: key}},
+            "data": {"value": json.dumps(value)}}
+
+
+def stamp(client: Client, namespace: str, key: str, value: object) -> datetime:
+    """Stamp prediction ``key`` in ``namespace`` (replacing an earlier stamp); the API server's time of it."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    try:
+        client.delete(f"{path}/{stamp_name(key)}")
+    except errors.NotFound:
+        pass
+    try:
+        made = client.create(path, stamp_object(namespace, key, value))
+    except errors.CourseError as exc:
+        raise PredictionError(f"the cluster did not take the record of prediction {key!r}: {exc}",
+                              hint=f"kubectl -n {namespace} get configmap {stamp_name(key)} -o yaml") from exc
+    meta = made.get("metadata") if isinstance(made, Mapping) else None
+    at = parse_time(meta.get("creationTimestamp") if isinstance(meta, Mapping) else None)
+    if at is None:
+        raise PredictionError(f"the API server gave the record of prediction {key!r} no creation time")
+    return at
+
+
+def stamp_file(client: Client, folder: Path, asked: Mapping[str, str]) -> list[Prediction]:
+    """Stamp the predictions of ``folder/predictions.yaml`` that the lab asks for now (``asked``: key -> the
+    namespace of its stamp; a solve records the solution's before its steps reveal anything) and write the API
+    server's times into the file; none when there is no file."""
+    path = folder / FILE
+    made, problem = read(path.read_bytes() if path.is_file() and not path.is_symlink() else None)
+    if problem:
+        raise PredictionError(f"{problem}; fix or delete {path}")
+    return [record(folder, key, p.value, stamp_in=(client, asked[key])) for key, p in sorted(made.items())
+            if key in asked]
+
+
+def stamped(obj: object) -> tuple[object, datetime | None] | None:
+    """The value a stamp holds and its creation time (None when the view keeps no times), or None when ``obj`` is
+    not a readable stamp."""
+    if not isinstance(obj, Mapping):
+        return None
+    data, meta = obj.get("data"), obj.get("metadata")
+    text = data.get("value") if isinstance(data, Mapping) else None
+    if not isinstance(text, str):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value, parse_time(meta.get("creationTimestamp") if isinstance(meta, Mapping) else None)
+
+
+def same(a: object, b: object) -> bool:
+    """The same prediction: equal and of the same type (true is not 1, 4 is not "4")."""
+    return type(a) is type(b) and a == b
+
+
+def replay_stamps(data: bytes | None, asked: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The stamps of a handed-in predictions file, for a replay to apply before it redoes anything: offline, when
+    the learner predicted cannot be known, so grading by replay compares the values and does not judge the order.
+    Only the keys the lab asks for (``asked``: key -> namespace), so a file cannot make the grader create more; a
+    file that cannot be read gives none (the checks say why)."""
+    made, problem = read(data)
+    return [] if problem else [stamp_object(asked[key], key, p.value) for key, p in sorted(made.items())
+                               if key in asked]

@@ -9,7 +9,8 @@ graders' generic one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from datetime import datetime
 from dataclasses import dataclass
 from typing import Any
 
@@ -335,7 +336,11 @@ class PredictionRule:
     """The learner recorded prediction ``key`` (``labs.predict``) before the ``before`` object existed; the
     message compares it with what ``of`` (an object and a path in it) shows. ``scoring: correct`` awards the
     points only for a right prediction; ``recorded`` (the default) for any prediction made in time, since a
-    wrong guess that the cluster then corrects is the point of predicting."""
+    wrong guess that the cluster then corrects is the point of predicting.
+
+    "In time" is the API server's word, never the learner's: where the view keeps creation times (a cluster),
+    the prediction's stamp in ``namespace`` (``labs.predict.stamp``) must hold the file's value and be created no
+    later than the ``before`` object. A bundle keeps no times, so there the order is not judged."""
 
     key: str
     file: str
@@ -343,6 +348,7 @@ class PredictionRule:
     path: paths.Path
     before: tuple[str, str, str] | None
     scoring: str
+    namespace: str = ""  # where the lab's prediction stamps live (its first scope namespace)
     cluster = True
 
     @classmethod
@@ -362,11 +368,38 @@ class PredictionRule:
         scoring = raw.get("scoring", "recorded")
         if scoring not in SCORING:
             p.add(f"{where}.scoring", f"must be one of {', '.join(SCORING)}")
-        return cls(key, predict.FILE, of, path, before, str(scoring))
+        namespaces = tuple(getattr(ctx, "namespaces", ()))
+        if not namespaces:
+            p.add(where, "a lab with predictions has a namespace (spec.scope.namespaces): each prediction is stamped "
+                         "there, dated by the API server")
+        return cls(key, predict.FILE, of, path, before, str(scoring), namespaces[0] if namespaces else "")
 
     @staticmethod
     def lookup(view: ClusterView, ref: tuple[str, str, str]) -> Any:
         return _GETTERS[ref[0]](view, ref[1], ref[2])
+
+    @staticmethod
+    def stamps_of(checks: Iterable[Any]) -> dict[str, str]:
+        """Prediction key -> the namespace of its stamp, for the prediction checks among a lab's ``checks``."""
+        return {c.rule.key: c.rule.namespace for c in checks if isinstance(c.rule, PredictionRule)}
+
+    def _not_in_time(self, view: ClusterView, mine: predict.Prediction, revealed: datetime) -> str:
+        """Why the cluster does not show ``mine`` recorded by ``revealed`` (the reveal's creation), or ""."""
+        reveal = f"{_label(*self.before)} showed the answer (created {revealed:%H:%M:%S} UTC)" if self.before else ""
+        found = predict.stamped(self.lookup(view, ("ConfigMap", self.namespace, predict.stamp_name(self.key))))
+        if found is None:
+            return (f"prediction {self.key!r} is not recorded in the cluster, so nothing shows it was made before "
+                    f"{reveal}: the time in {self.file} is yours to write and does not count. Record it with "
+                    f"lab.predict({self.key!r}, ...) or `gpulab lab predict`, which the API server dates (reset the "
+                    "lab to predict again)")
+        value, at = found
+        if not predict.same(value, mine.value):
+            return (f"{self.file} says {mine.value!r} for {self.key!r}, but the cluster's record of your prediction "
+                    f"says {value!r}: a prediction changed after it was recorded does not count")
+        if at is None or at > revealed:
+            when = f"at {at:%H:%M:%S} UTC" if at else "at an unknown time"
+            return f"prediction {self.key!r} was recorded {when} (the API server's clock), after {reveal}"
+        return ""
 
     def evaluate(self, ev: evidence.Evidence) -> Outcome:
         return _guarded(lambda view: self._probe(view, ev), ev)
@@ -382,9 +415,9 @@ class PredictionRule:
         if self.before is not None:
             shown = self.lookup(view, self.before)
             created = predict.parse_time(dig(shown, "metadata", "creationTimestamp")) if shown else None
-            if created is not None and mine.at > created:
-                return Outcome(False, f"prediction {self.key!r} was recorded at {mine.at:%H:%M:%S} UTC, after "
-                                      f"{_label(*self.before)} showed the answer (created {created:%H:%M:%S} UTC)")
+            late = self._not_in_time(view, mine, created) if created is not None else ""
+            if late:
+                return Outcome(False, late)
         obj = self.lookup(view, self.of)
         if obj is None:
             return Outcome(False, f"{_label(*self.of)} does not exist yet, so prediction {self.key!r} cannot be "

@@ -27,6 +27,7 @@ class LoadContext:
     lint_files: tuple[str, ...]
     rule_ids: frozenset[str]
     directory: Path | None = None  # the lab's folder, for checks that read a file of its own (setup/...)
+    namespaces: tuple[str, ...] = ()  # the lab's own (spec.scope.namespaces): prediction stamps live in the first
 
 
 def _file(p: Problems, where: str, value: Any, ctx: LoadContext) -> str:
