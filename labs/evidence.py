@@ -13,10 +13,16 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
-from cluster import inside
+from cluster import fleet as fleet_mod, inside
 from graders import ClusterView, FleetFacts, LintResult, lint_texts, source
 
 log = logging.getLogger(__name__)
+
+
+@functools.lru_cache(maxsize=8)
+def fleet_facts(name: str) -> FleetFacts:
+    """What the checks know of fleet ``name`` (its nodes and GPUs), loaded once per process."""
+    return FleetFacts.from_fleet(fleet_mod.load(name))
 
 MAX_FILE_BYTES = 1024 * 1024
 

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cluster import errors, fleet as fleet_mod
+from cluster import errors
 from cluster.kube.client import Client
-from graders import Bundle, Check, FleetFacts, LiveView, Report, load_bundle
+from graders import Bundle, Check, LiveView, Report, load_bundle
 from labs import catalog, evidence, replay as replay_mod
 from labs.spec import LabSpec
 from quizzes.render import csv_cell
@@ -40,11 +40,6 @@ log = logging.getLogger(__name__)
 
 class GradingError(errors.CourseError):
     """Grading itself broke (not the learner's work)."""
-
-
-@functools.lru_cache(maxsize=8)
-def fleet_facts(name: str) -> FleetFacts:
-    return FleetFacts.from_fleet(fleet_mod.load(name))
 
 
 def run_checks(spec: LabSpec, ev: evidence.Evidence, *, strict: bool = True) -> Report:
@@ -109,7 +104,7 @@ def grade(lab_id: str, submission: Path, *, bundle: Path | None = None, live: bo
     on files are graded: a bundle's recorded cluster state is the learner's claim and is never scored."""
     spec = catalog.get(lab_id)
     sub = read_submission(spec, submission, bundle)
-    fleet = fleet_facts(spec.fleet)
+    fleet = evidence.fleet_facts(spec.fleet)
     if live:
         from cluster import backends
 
@@ -170,7 +165,7 @@ def claims(spec: LabSpec, sub: Submission, report: Report) -> list[str]:
     """Where the bundle's recorded cluster state says otherwise than the replay: shown, never scored."""
     if sub.bundle is None:
         return []
-    ev = evidence.Evidence(sub.files, spec.linted, fleet_facts(spec.fleet), sub.bundle.view(), compile_cel=False)
+    ev = evidence.Evidence(sub.files, spec.linted, evidence.fleet_facts(spec.fleet), sub.bundle.view(), compile_cel=False)
     got = {c.id: c for c in report.checks}
     out = []
     for c in spec.checks:
@@ -250,7 +245,7 @@ def _warm(spec: LabSpec, compile_cel: bool) -> None:
     imports, the fleet and the rules' caches in place (a child's warm-up would otherwise be redone each time),
     and freeze the heap so the children's garbage collector does not copy its pages."""
     starter = {n: spec.starter(n).read_bytes() for n in spec.files}
-    run_checks(spec, evidence.Evidence(starter, spec.linted, fleet_facts(spec.fleet), None, compile_cel=compile_cel),
+    run_checks(spec, evidence.Evidence(starter, spec.linted, evidence.fleet_facts(spec.fleet), None, compile_cel=compile_cel),
                strict=False)
     gc.freeze()
 

@@ -115,6 +115,7 @@ class Lab:
         owner = self._refuse_on_attach("solve", _changes(self.spec.solve))
         self._copy_files("solution", overwrite=True)
         with self.client() as client:
+            predict.stamp_file(client, self.workdir, PredictionRule.stamps_of(self.spec.checks))  # before any reveal
             self._run(client, self.spec.solve, "solve", owner)
 
     def reset(self) -> None:
@@ -186,13 +187,15 @@ class Lab:
                 raise predict.PredictionError(
                     f"too late for {key!r}: {kind} {where}{name} already exists, so the cluster shows the answer",
                     hint=f"reset the lab (lab.reset() or `gpulab lab reset {self.id}`) to predict again")
-        return predict.record(self.workdir, key, value, keys=tuple(sorted(rules)))
+        with self.client() as client:  # stamped in the cluster, dated by the API server (labs.predict.stamp)
+            return predict.record(self.workdir, key, value, keys=tuple(sorted(rules)),
+                                  stamp_in=(client, rule.namespace if rule else ""))
 
     # --- grading -----------------------------------------------------------------------------------------------
 
     def _evidence(self, cluster: ClusterView | None) -> evidence.Evidence:
         files = evidence.read_files(self.workdir, self.spec.files)
-        return evidence.Evidence(files, self.spec.linted, grading.fleet_facts(self.spec.fleet), cluster)
+        return evidence.Evidence(files, self.spec.linted, evidence.fleet_facts(self.spec.fleet), cluster)
 
     def check(self, *, wait: float = 5.0) -> Report:
         """Grade the working folder against the live cluster; cluster checks are retried for up to ``wait`` s."""
@@ -294,7 +297,7 @@ class Lab:
     # --- helpers -----------------------------------------------------------------------------------------------
 
     def _run(self, client: Client, todo: tuple[steps.Step, ...], what: str, owner: guard.Owner) -> None:
-        ctx = steps.StepContext(client, self.spec.directory, grading.fleet_facts(self.spec.fleet), owner)
+        ctx = steps.StepContext(client, self.spec.directory, evidence.fleet_facts(self.spec.fleet), owner)
         for step in todo:
             log.info("lab %s: %s: %s", self.id, what, step.describe())
             try:

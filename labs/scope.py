@@ -205,7 +205,7 @@ def _restore_policy(client: Client, fields: tuple[str, ...]) -> None:
     ops: list[dict[str, Any]] = []
     for dotted in fields:
         keys = dotted.split(".")
-        want, have = _dig(default, keys), _dig(current, keys)
+        want, have = at_keys(default, keys), at_keys(current, keys)
         if want == have:
             continue
         pointer = "/spec/" + "/".join(keys)
@@ -214,7 +214,7 @@ def _restore_policy(client: Client, fields: tuple[str, ...]) -> None:
         client.patch(steps.POLICY_PATH, ops, "application/json-patch+json")
 
 
-def _dig(data: Any, keys: list[str]) -> Any:
+def at_keys(data: Any, keys: list[str]) -> Any:
     for key in keys:
         if not isinstance(data, dict):
             return None
@@ -248,7 +248,7 @@ def snapshot(client: Client, scope: Scope) -> dict[str, Any]:
         }
     if scope.policy and out["operator"]:
         spec = client.get(steps.POLICY_PATH).get("spec", {})
-        out["policy"] = {f: _dig(spec, f.split(".")) for f in scope.policy}
+        out["policy"] = {f: at_keys(spec, f.split(".")) for f in scope.policy}
     normalised: dict[str, Any] = json.loads(json.dumps(out, sort_keys=True))
     return normalised
 

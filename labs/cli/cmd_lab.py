@@ -219,7 +219,8 @@ def grade_command(lab_id: str, submission: Path | None, bundle: Path | None, liv
     if live:
         report = _bounded(submission, lambda: labs.grade(lab_id, submission, bundle=bundle, live=True), budget)
     else:
-        labs.get(lab_id)  # an unknown lab is one message before any cluster starts
+        # An unknown lab or a submission that cannot be read is one message before any cluster starts.
+        grading.read_submission(labs.get(lab_id), submission, bundle)
         with _grader(lab_id, static, replay_on) as cluster:
             report = _bounded(submission, functools.partial(_grade_on, lab_id, submission, bundle, cluster), budget)
     if as_json:

@@ -177,7 +177,7 @@ def test_attach_refuses_every_cluster_wide_step_and_changes_nothing(
 
     # The library: labs started with the attached backend current, and every lab's real steps run on it.
     import labs
-    from labs import catalog, grading, steps
+    from labs import catalog, evidence, steps
 
     monkeypatch.setenv("GPULAB_STATE_DIR", str(state))
     owner = guard.owner()
@@ -188,7 +188,7 @@ def test_attach_refuses_every_cluster_wide_step_and_changes_nothing(
             with pytest.raises(errors.CourseError, match=f"refusing to set up lab {lab_id}"):
                 labs.start(lab_id, workdir=tmp_path / "lib" / lab_id)
             spec = catalog.get(lab_id)
-            ctx = steps.StepContext(client, spec.directory, grading.fleet_facts(spec.fleet), owner)
+            ctx = steps.StepContext(client, spec.directory, evidence.fleet_facts(spec.fleet), owner)
             for step in (*spec.setup, *spec.solve):
                 if step.cluster_change():
                     with pytest.raises(errors.CourseError, match="refusing to"):

@@ -203,3 +203,20 @@ def test_a_submission_named_like_a_formula_is_text_in_the_grades_csv(capsys: pyt
     cells = [cell for row in rows[1:] for cell in row]
     assert "'" + name in cells and "'@sum" in cells
     assert not any(cell[:1] in ("=", "+", "-", "@") and cell != "-" for cell in cells), cells
+
+
+def test_a_broken_submission_fails_before_the_graders_cluster_starts(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`gpulab grade LAB --submission BAD` reads and checks the submission first: a damaged bundle is one message
+    in under a second, and no grader's cluster is started for it."""
+    from labs.grader_cluster import GraderCluster
+
+    def no_cluster(self: GraderCluster) -> GraderCluster:
+        raise AssertionError("the grader's cluster was started for a broken submission")
+
+    monkeypatch.setattr(GraderCluster, "__enter__", no_cluster)
+    bad = tmp_path / "evidence.json"
+    bad.write_text('{"kind": "gpulab.dev/EvidenceBundle", "bundleVersion": 2, "cut')
+    started = time.monotonic()
+    code, _, err = run(capsys, "grade", LAB, "--submission", str(bad))
+    assert code != 0 and "evidence.json" in err and time.monotonic() - started < 1.0, err

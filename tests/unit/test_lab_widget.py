@@ -29,7 +29,7 @@ def offline_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lab_id: str = "
     def check(*, wait: float = 5.0) -> Report:
         recorded = load_bundle(BUNDLES / f"{lab_id}.unsolved.json").view()
         files = evidence.read_files(work, spec.files)
-        return grading.run_checks(spec, evidence.Evidence(files, spec.linted, grading.fleet_facts(spec.fleet), recorded))
+        return grading.run_checks(spec, evidence.Evidence(files, spec.linted, evidence.fleet_facts(spec.fleet), recorded))
 
     monkeypatch.setattr(lab, "check", check)
     monkeypatch.chdir(tmp_path)

@@ -128,3 +128,38 @@ def test_a_repaired_host_is_replayed_as_cleared_not_broken_again() -> None:
     p = replay.plan(spec, solution_files("06-troubleshooting"), replay.solve_actions(spec))
     faults = [a for a in p.acts if a.kind == "fault"]
     assert [(a.describe, a.data["present"]) for a in faults] == [("fault nouveau-bound cleared on h100-0", False)]
+
+
+def test_a_flood_and_finalizers_are_left_out_of_the_plan() -> None:
+    """A workload asking for more pods than a replay may create is not applied (the budget counts every object's
+    pods, so two half-floods are caught too); finalizers are dropped from an object and its pod template."""
+    files = solution_files()
+    files["worker-5.yaml"] += (
+        b"---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: flood, namespace: lab-04a}\n"
+        b"spec: {replicas: 1500, selector: {matchLabels: {app: f}}, template: {metadata: {labels: {app: f}},"
+        b" spec: {containers: [{name: c, image: x}]}}}\n"
+        b"---\napiVersion: batch/v1\nkind: Job\nmetadata: {name: half, namespace: lab-04a}\n"
+        b"spec: {completions: 40, template: {spec: {restartPolicy: Never, containers: [{name: c, image: x}]}}}\n"
+        b"---\napiVersion: batch/v1\nkind: Job\nmetadata: {name: other-half, namespace: lab-04a}\n"
+        b"spec: {parallelism: 40, template: {spec: {restartPolicy: Never, containers: [{name: c, image: x}]}}}\n"
+        b"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: held, namespace: lab-04a,"
+        b" finalizers: [example.com/hold]}\n")
+    p = replay.plan(labs.get(LAB), files, SOLVED_ACTIONS)
+    applied = {a.data["object"]["metadata"]["name"]: a.data["object"] for a in p.acts if a.kind == "apply"}
+    assert "flood" not in applied and "half" in applied and "other-half" not in applied
+    assert any("asks for 1500 pods" in n for n in p.notes) and any("other-half" in n for n in p.notes)
+    assert "finalizers" not in applied["held"]["metadata"]
+    assert any("finalizers are not replayed" in n for n in p.notes)
+    assert sum(replay.pods_asked(o) for o in applied.values()) <= replay.MAX_REPLAY_PODS
+
+
+def test_every_act_the_planner_makes_has_an_executor() -> None:
+    """Each stage knows every kind the one before makes: the validators' and the planner's kinds are executed."""
+    from labs.replay import execute, planner
+
+    made = set(planner.VALIDATORS) | {"apply", "wait"}
+    assert made <= set(execute.EXECUTORS), made - set(execute.EXECUTORS)
+    for lab_id in labs.list_labs():
+        spec = labs.get(lab_id)
+        kinds = {a.kind for a in replay.plan(spec, solution_files(lab_id), replay.solve_actions(spec)).acts}
+        assert kinds <= set(execute.EXECUTORS), (lab_id, kinds)
