@@ -13,6 +13,11 @@ agents in ``gpulab:sim-agents``, each bound to ``cluster-admin`` by a ClusterRol
 (kubeadm 1.29 made the same change: its admin.conf is in ``kubeadm:cluster-admins``). Only ``break_glass`` makes a
 ``system:masters`` certificate, valid for minutes, to create those bindings when they are missing.
 
+Each simulated node's kubelet gets a serving certificate of the cluster CA (``kubelets/<node>.pem``, certificate
+and key in one file as a kubelet's ``kubelet-server-current.pem``): subject ``system:node:<node>`` in
+``system:nodes``, as the ``kubernetes.io/kubelet-serving`` signer requires, with the node's name and InternalIP as
+SANs, so the API server (``--kubelet-certificate-authority``) verifies the address it dials.
+
 The CAs live ten years, as kubeadm's do; every other certificate ``LEAF_VALIDITY`` (two weeks) and is renewed by
 ``ensure`` (so by ``gpulab up``) once less than ``RENEW_BEFORE`` is left. Keys are ECDSA P-256: quick to make and
 accepted everywhere we need them, including service-account token signing. Files are written 0600 in a 0700 folder.
@@ -26,6 +31,7 @@ import base64
 import datetime as dt
 import ipaddress
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,8 +57,11 @@ CLIENT_IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "controller-manager": ("system:kube-controller-manager", ()),
     "scheduler": ("system:kube-scheduler", ()),
     "agent": ("gpulab:sim-agent", (AGENT_GROUP,)),
-    "apiserver-kubelet-client": ("kube-apiserver-kubelet-client", ()),  # no kubelets here; no rights needed
+    # The API server's identity towards kubelets (--kubelet-client-certificate); the simulated kubelets admit only
+    # it (cluster.sim.kubelet.server). It needs no RBAC rights: it calls kubelets, not the API.
+    "apiserver-kubelet-client": ("kube-apiserver-kubelet-client", ()),
 }
+KUBELETS = "kubelets"  # folder of the simulated kubelets' serving certificates
 
 _SERVER = [ExtendedKeyUsageOID.SERVER_AUTH]
 _CLIENT = [ExtendedKeyUsageOID.CLIENT_AUTH]
@@ -142,6 +151,14 @@ class Pki:
 
     def cert(self, name: str) -> Path:
         return self.directory / f"{name}.crt"
+
+    @property
+    def kubelet_dir(self) -> Path:
+        return self.directory / KUBELETS
+
+    def kubelet_serving(self, node: str) -> Path:
+        """The node's kubelet serving certificate, then its key, in one PEM file."""
+        return self.kubelet_dir / f"{node}.pem"
 
     def key(self, name: str) -> Path:
         return self.directory / f"{name}.key"
@@ -248,13 +265,52 @@ def _needs_renewal(path: Path, subject: x509.Name, issuer: x509.Certificate, key
 
 
 def expiry(directory: Path) -> dict[str, dt.datetime]:
-    """When each leaf certificate under ``directory`` stops being valid (missing ones left out)."""
+    """When each leaf certificate under ``directory`` stops being valid (missing ones left out); the kubelets'
+    serving certificates count as one, ``kubelet-serving``, at the earliest of them."""
     out = {}
     for name in LEAVES:
         cert = _load_cert(directory / f"{name}.crt")
         if cert is not None:
             out[name] = cert.not_valid_after_utc
+    kubelets = [c.not_valid_after_utc for p in sorted((directory / KUBELETS).glob("*.pem"))
+                if (c := _load_cert(p)) is not None]
+    if kubelets:
+        out["kubelet-serving"] = min(kubelets)
     return out
+
+
+def _kubelet_sans(node: str, ip: str) -> list[x509.GeneralName]:
+    return [x509.DNSName(node), x509.IPAddress(ipaddress.ip_address(ip))]
+
+
+def _kubelet_needs_renewal(path: Path, node: str, ip: str, issuer: x509.Certificate) -> bool:
+    if _needs_renewal(path, _name(f"system:node:{node}", ("system:nodes",)), issuer, path):
+        return True
+    cert = _load_cert(path)
+    try:
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value if cert else None
+    except x509.ExtensionNotFound:
+        return True
+    return sans is None or list(sans) != _kubelet_sans(node, ip)
+
+
+def _ensure_kubelets(pki: Pki, nodes: Sequence[tuple[str, str]], ca_cert: x509.Certificate,
+                     ca_key: ec.EllipticCurvePrivateKey) -> int:
+    """Each (node, InternalIP)'s kubelet serving certificate, made or renewed as needed; returns how many were."""
+    if not nodes:
+        return 0
+    safefs.private_dir(pki.kubelet_dir)
+    made = 0
+    for node, ip in nodes:
+        path = pki.kubelet_serving(node)
+        if not _kubelet_needs_renewal(path, node, ip, ca_cert):
+            continue
+        key = _key()
+        cert = _cert(_name(f"system:node:{node}", ("system:nodes",)), key.public_key(), ca_cert.subject, ca_key,
+                     validity=LEAF_VALIDITY, usages=list(_SERVER), sans=_kubelet_sans(node, ip))
+        _write(path, _pem(cert) + _key_bytes(key))
+        made += 1
+    return made
 
 
 def _encryption_config() -> bytes:
@@ -273,9 +329,10 @@ def _encryption_config() -> bytes:
             "      - identity: {}\n").encode()
 
 
-def ensure(directory: Path) -> Pki:
+def ensure(directory: Path, kubelets: Sequence[tuple[str, str]] = ()) -> Pki:
     """Create whatever of the PKI under ``directory`` is missing, and renew leaf certificates that are near expiry
-    or were signed by a CA that has since been replaced; return its paths (``renewed`` names what was made)."""
+    or were signed by a CA that has since been replaced; return its paths (``renewed`` names what was made).
+    ``kubelets``: (node, InternalIP) of the simulated nodes whose kubelet serving certificates it keeps too."""
     safefs.private_dir(directory)
     pki = Pki(directory)
     made: list[str] = []
@@ -306,6 +363,8 @@ def ensure(directory: Path) -> Pki:
     if not pki.encryption_config.exists():
         _write(pki.encryption_config, _encryption_config())
         made.append("encryption-config")
+    if _ensure_kubelets(pki, kubelets, *cas["ca"]):
+        made.append("kubelet-serving")
     return Pki(directory, tuple(made))
 
 

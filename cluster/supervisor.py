@@ -141,20 +141,21 @@ def _wait_gone(pid: int, timeout: float) -> None:
         time.sleep(0.05)
 
 
-def free_port(preferred: int | None = None) -> int:
-    """A free TCP port on 127.0.0.1; ``preferred`` if it is still free (ports are kept across restarts)."""
-    if preferred and port_free(preferred):
+def free_port(preferred: int | None = None, host: str = "127.0.0.1") -> int:
+    """A free TCP port on ``host`` (a loopback address); ``preferred`` if it is still free (ports are kept across
+    restarts)."""
+    if preferred and port_free(preferred, host):
         return preferred
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
-def port_free(port: int) -> bool:
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind(("127.0.0.1", port))
+            s.bind((host, port))
         except OSError:
             return False
     return True

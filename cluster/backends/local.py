@@ -27,6 +27,7 @@ from cluster.backends import steps as steps_mod
 from cluster.backends.base import ClusterStatus, ComponentStatus, StateDir
 from cluster.kube import http as kube_http, kubeconfig
 from cluster.kube.client import Client
+from cluster.sim import nodes as sim_nodes
 from cluster.supervisor import ProcessSpec, Supervisor, free_port
 
 log = logging.getLogger(__name__)
@@ -142,15 +143,19 @@ class LocalBackend(StateDir):
         """Keep each saved port unless its component is down and something else took it."""
         old: dict[str, int] = state.get("ports", {})
         owner = {"etcd": "etcd", "etcd-peer": "etcd", "apiserver": "kube-apiserver",
-                 "controller-manager": "kube-controller-manager", "scheduler": "kube-scheduler"}
+                 "controller-manager": "kube-controller-manager", "scheduler": "kube-scheduler",
+                 "kubelet": "sim-agents"}
         ports: dict[str, int] = {}
         for key, component in owner.items():
+            # The simulated kubelets listen on the nodes' addresses (127.1.x.y), where another cluster of this host
+            # may hold a port that 127.0.0.1 has free; every cluster's first node is 127.1.0.1, so look there.
+            host = sim_nodes.FIRST_NODE_IP if key == "kubelet" else "127.0.0.1"
             if old.get(key) and self.component_pid(component):
                 ports[key] = old[key]
             else:
-                port = free_port(old.get(key))
+                port = free_port(old.get(key), host)
                 while port in ports.values():
-                    port = free_port()
+                    port = free_port(host=host)
                 ports[key] = port
         return ports
 
@@ -222,6 +227,12 @@ class LocalBackend(StateDir):
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 f"--kubelet-client-certificate={pki.client_cert('apiserver-kubelet-client')}",
                 f"--kubelet-client-key={pki.client_key('apiserver-kubelet-client')}",
+                # Every connection to a node stays on loopback and needs no DNS: the API server dials a node's
+                # InternalIP (127.1.x.y) at its kubelet port, never its Hostname (the default list starts with
+                # Hostname, which it would look up in the machine's DNS), and checks the simulated kubelet's serving
+                # certificate against the cluster CA (docs/local-backend.md, "Node addresses").
+                "--kubelet-preferred-address-types=InternalIP",
+                f"--kubelet-certificate-authority={pki.ca_cert}",
                 "--authorization-mode=Node,RBAC", "--allow-privileged=true", "--profiling=false",
                 "--enable-admission-plugins=NodeRestriction", "--event-ttl=2h", "--v=1",
                 # Idle cost (issue 17): no per-resource object counts and database size polled from etcd for
@@ -268,6 +279,8 @@ class LocalBackend(StateDir):
                 sys.executable, "-m", "cluster.sim.agents", f"--kubeconfig={self._kc('agent')}",
                 f"--fleet={d / 'fleet.yaml'}", f"--lease-seconds={grace}", f"--renew-every={renew}",
                 f"--device-checkpoint={d / 'kubelet' / 'device-checkpoint.json'}",
+                f"--kubelet-port={ports['kubelet']}", f"--kubelet-pki={pki.kubelet_dir}",
+                f"--client-ca={pki.ca_cert}", f"--pod-logs={d / 'kubelet' / 'pod-logs'}",
             )),
         }
 
@@ -436,7 +449,7 @@ class LocalBackend(StateDir):
     def seed_location(cls, bins: binaries.Binaries) -> Path:
         """Where the etcd bootstrap seed for these binaries and this backend's API server flags is (or will be)."""
         probe = cls("seed-probe", Path(tempfile.gettempdir()))
-        ports = {k: 0 for k in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler")}
+        ports = {k: 0 for k in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kubelet")}
         specs = probe._specs(bins, pki_mod.Pki(probe.dir / "pki"), ports, 1)
         return seed.seed_path(specs["kube-apiserver"].argv)
 
@@ -593,12 +606,13 @@ class _LocalStep:
 
 
 class _Pki(_LocalStep):
-    """The cluster's PKI (made, or renewed when near expiry; running components then restart to load it)."""
+    """The cluster's PKI, with each simulated node's kubelet serving certificate (made, or renewed when near
+    expiry; running components then restart to load it)."""
 
     title = "PKI"
 
     def run(self, ctx: steps_mod.Context) -> None:
-        ctx.pki = pki_mod.ensure(self.be.dir / "pki")
+        ctx.pki = pki_mod.ensure(self.be.dir / "pki", sim_nodes.plan_addresses(ctx.need_fleet()))
         self.be._step_restart_for_renewed(ctx.pki)
 
 

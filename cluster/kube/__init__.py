@@ -3,4 +3,4 @@
 The one boundary where HTTP errors from the API server become ``cluster.errors.ApiError`` subclasses.
 """
 
-__all__ = ["client", "credentials", "http", "kubeconfig", "restmapper", "web"]
+__all__ = ["client", "credentials", "http", "httpserver", "kubeconfig", "restmapper", "web"]

@@ -1,8 +1,12 @@
-"""Every simulated agent of a lab cluster in one process: the node agent, the pod agent and the GPU stack.
+"""Every simulated agent of a lab cluster in one process: the node agent, the pod agent, the nodes' kubelet
+endpoint and the GPU stack.
 
-``python -m cluster.sim.agents --kubeconfig K --fleet F --device-checkpoint C`` runs the three on one asyncio
-loop. Each keeps its own API client and informers (the GPU stack also runs alone, as ``cluster.sim.gpu.stack``,
-on kind), so one process saves two Python interpreters and their imported libraries: about 95 MiB of a lab cluster's resident memory (issue 17, `gpulab bench`).
+``python -m cluster.sim.agents --kubeconfig K --fleet F --device-checkpoint C`` runs them on one asyncio
+loop; with ``--kubelet-port``, ``--kubelet-pki`` and ``--client-ca`` each node's kubelet endpoint listens on its
+InternalIP (``cluster.sim.kubelet.server``), serving the containers' logs that the pod agent keeps under
+``--pod-logs``. Each keeps its own API client and informers (the GPU stack also runs alone, as
+``cluster.sim.gpu.stack``, on kind), so one process saves two Python interpreters and their imported libraries:
+about 95 MiB of a lab cluster's resident memory (issue 17, `gpulab bench`).
 
 The node agent goes first, so the nodes are registered the moment the API server is ready; the pod agent and
 the GPU stack start once it has registered them. If any of the three stops with an error, the process exits and
@@ -34,14 +38,22 @@ async def _main(args: argparse.Namespace) -> None:
     device_checkpoint = Path(args.device_checkpoint) if args.device_checkpoint else None
     node_client = AsyncClient(conn, max_connections=32)
     await runner.retry_until_api(node_client)
-    nodes = node_agent.NodeAgent(node_client, fleet_mod.load(args.fleet), args.lease_seconds, args.renew_every)
+    fl = fleet_mod.load(args.fleet)
+    nodes = node_agent.NodeAgent(node_client, fl, args.lease_seconds, args.renew_every, args.kubelet_port)
     await nodes.register_all()
-    from cluster.sim import admission, checkpoint, pod_agent
+    from cluster.sim import admission, checkpoint, nodes as nodes_mod, pod_agent
     from cluster.sim.gpu import stack
+    from cluster.sim.kubelet import logstore, server
+    logs = logstore.LogStore(Path(args.pod_logs)) if args.pod_logs else None
     pods = pod_agent.PodAgent(AsyncClient(conn), admission.load_hooks(args.hooks or settings.current().admission_hooks),
-                              checkpoint.DeviceCheckpoint(device_checkpoint))
+                              checkpoint.DeviceCheckpoint(device_checkpoint), logs)
     gpus = stack.Stack(AsyncClient(conn, max_connections=48), device_checkpoint)
-    await asyncio.gather(nodes.keep_ready(), pods.run(), gpus.run())
+    running = [nodes.keep_ready(), pods.run(), gpus.run()]
+    if logs is not None and args.kubelet_pki and args.client_ca:
+        kubelets = server.KubeletServer(pods.pod_informer.cache, logs, port=args.kubelet_port,
+                                        pki_dir=Path(args.kubelet_pki), client_ca=Path(args.client_ca))
+        running.append(kubelets.run(nodes_mod.plan_addresses(fl)))
+    await asyncio.gather(*running)
 
 
 def main() -> None:
@@ -56,6 +68,13 @@ def main() -> None:
                         "cluster.sim.pod_agent)")
     parser.add_argument("--device-checkpoint", default="",
                         help="the device-manager checkpoint file (default: kept in memory only)")
+    parser.add_argument("--kubelet-port", type=int, default=10250,
+                        help="the port of every node's kubelet endpoint (on the node's InternalIP)")
+    parser.add_argument("--kubelet-pki", default="",
+                        help="folder of the nodes' kubelet serving certificates, <node>.pem (default: no endpoint)")
+    parser.add_argument("--client-ca", default="", help="the CA whose client certificates the kubelets verify")
+    parser.add_argument("--pod-logs", default="",
+                        help="folder of the containers' logs (default: none kept, no kubelet endpoint)")
     runner.run(_main(parser.parse_args()))
 
 

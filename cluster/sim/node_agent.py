@@ -1,9 +1,12 @@
 """The node agent: registers a fleet's simulated nodes and keeps them Ready, as their kubelets would.
 
 It renews each node's Lease in ``kube-node-lease`` and re-posts ``Ready=True`` when the node lifecycle
-controller marked a node Unknown while the heartbeat is on. A node annotated ``gpulab.dev/heartbeat=stopped``
-gets no renewals, so the real node lifecycle controller turns it NotReady and taints it. Run as
-``python -m cluster.sim.node_agent --kubeconfig K --fleet F``; it must not decide placement or touch pods.
+controller marked a node Unknown while the heartbeat is on. Like a kubelet, which reports its addresses and port
+in every status update, it corrects a registered node's addresses and kubelet port when they differ from the
+fleet's plan (a node registered by an older gpulab, or a cluster whose kubelet port moved). A node annotated
+``gpulab.dev/heartbeat=stopped`` gets no renewals, so the real node lifecycle controller turns it NotReady and
+taints it. Run as ``python -m cluster.sim.node_agent --kubeconfig K --fleet F``; it must not decide placement or
+touch pods.
 """
 
 from __future__ import annotations
@@ -28,9 +31,11 @@ def _micro_now() -> str:
 
 
 class NodeAgent:
-    def __init__(self, client: AsyncClient, fl: fleet_mod.Fleet, lease_seconds: int, renew_every: float) -> None:
+    def __init__(self, client: AsyncClient, fl: fleet_mod.Fleet, lease_seconds: int, renew_every: float,
+                 kubelet_port: int = nodes.DEFAULT_KUBELET_PORT) -> None:
         self.client = client
         self.fleet = fl
+        self.kubelet_port = kubelet_port
         self.lease_seconds = lease_seconds
         self.renew_every = renew_every
         self.nodes = informer.Informer(client, "/api/v1/nodes", self.on_node)
@@ -44,8 +49,9 @@ class NodeAgent:
         return bool(node["metadata"].get("annotations", {}).get(nodes.HEARTBEAT_ANNOTATION) != "stopped")
 
     async def register_all(self) -> None:
-        wanted = nodes.build_all(self.fleet)
-        existing = {n["metadata"]["name"] for n in (await self.client.get("/api/v1/nodes"))["items"]}
+        wanted = nodes.build_all(self.fleet, self.kubelet_port)
+        listed = (await self.client.get("/api/v1/nodes"))["items"]
+        existing = {n["metadata"]["name"] for n in listed}
 
         async def register(node: dict[str, Any]) -> None:
             name = node["metadata"]["name"]
@@ -63,7 +69,28 @@ class NodeAgent:
                     pass
 
         await asyncio.gather(*(register(n) for n in wanted if n["metadata"]["name"] not in existing))
+        await self._correct_endpoints(wanted, listed)
         log.info("registered %d nodes (%d already present)", len(wanted) - len(existing & {n["metadata"]["name"] for n in wanted}), len(existing))
+
+    async def _correct_endpoints(self, wanted: list[dict[str, Any]], listed: list[dict[str, Any]]) -> None:
+        """Post the planned addresses and kubelet port of registered nodes that show others."""
+        found = {n["metadata"]["name"]: n.get("status", {}) for n in listed}
+        stale = [w for w in wanted if w["metadata"]["name"] in found and any(
+            found[w["metadata"]["name"]].get(k) != w["status"][k] for k in ("addresses", "daemonEndpoints"))]
+
+        async def correct(node: dict[str, Any]) -> None:
+            body = {"status": {k: node["status"][k] for k in ("addresses", "daemonEndpoints")}}
+            async with self._sem:
+                try:
+                    # A merge patch replaces the address list whole (a strategic one would keep a stale address
+                    # of another type beside it).
+                    await self.client.patch(f"/api/v1/nodes/{node['metadata']['name']}/status", body)
+                except errors.NotFound:
+                    pass
+
+        await asyncio.gather(*(correct(n) for n in stale))
+        if stale:
+            log.info("corrected the addresses and kubelet port of %d nodes", len(stale))
 
     async def on_node(self, event: str, node: dict[str, Any]) -> None:
         name = node["metadata"]["name"]

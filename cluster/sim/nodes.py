@@ -1,9 +1,13 @@
 """Build Node objects for a fleet's simulated nodes.
 
 A node gets what a real kubelet would register: labels, taints, capacity and allocatable (pods, cpu, memory,
-ephemeral-storage), Ready and pressure conditions, addresses and nodeInfo. GPUs are *hardware* here, recorded in
-the ``gpulab.dev/hardware`` annotation; no ``nvidia.com/gpu`` is advertised until the simulated device plugin runs,
-as on a real node before the GPU Operator is installed.
+ephemeral-storage), Ready and pressure conditions, addresses, its kubelet's port and nodeInfo. GPUs are *hardware*
+here, recorded in the ``gpulab.dev/hardware`` annotation; no ``nvidia.com/gpu`` is advertised until the simulated
+device plugin runs, as on a real node before the GPU Operator is installed.
+
+Addresses are loopback ones: a node's InternalIP is its own 127.1.x.y, where its simulated kubelet listens
+(``cluster.sim.kubelet.server``), and the API server, started with ``--kubelet-preferred-address-types=InternalIP``,
+dials that address and never looks the node's name up in DNS (docs/local-backend.md, "Node addresses").
 """
 
 from __future__ import annotations
@@ -26,9 +30,16 @@ def now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+DEFAULT_KUBELET_PORT = 10250  # a kubelet's; the local backend gives each cluster its own (several share a host)
+FIRST_NODE_IP = "127.1.0.1"
+
+
 def node_ip(index: int) -> str:
-    """A documentation-range address (TEST-NET-2); nothing is ever sent to it."""
-    return f"198.51.{100 + (index // 250) % 10}.{index % 250 + 1}"
+    """The ``index``-th node's InternalIP in 127.1.0.0/16 (loopback, so nothing sent to it leaves the machine):
+    127.1.0.1 to 127.1.0.250, then 127.1.1.1, ... (up to 64,000 nodes)."""
+    if not 0 <= index < 256 * 250:
+        raise ValueError(f"no loopback address for node number {index}")
+    return f"127.1.{index // 250}.{index % 250 + 1}"
 
 
 def hardware(pool: fleet_mod.NodePool) -> dict[str, Any]:
@@ -61,7 +72,16 @@ def ready_conditions(ready: bool = True, at: str | None = None) -> list[dict[str
     return conds
 
 
-def build_node(pool: fleet_mod.NodePool, name: str, index: int) -> dict[str, Any]:
+def addresses(ip: str, name: str) -> list[dict[str, str]]:
+    return [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}]
+
+
+def daemon_endpoints(kubelet_port: int) -> dict[str, Any]:
+    return {"kubeletEndpoint": {"Port": kubelet_port}}
+
+
+def build_node(pool: fleet_mod.NodePool, name: str, index: int,
+               kubelet_port: int = DEFAULT_KUBELET_PORT) -> dict[str, Any]:
     labels = {
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
@@ -92,8 +112,8 @@ def build_node(pool: fleet_mod.NodePool, name: str, index: int) -> dict[str, Any
             "capacity": dict(resources),
             "allocatable": dict(resources),
             "conditions": ready_conditions(),
-            "addresses": [{"type": "InternalIP", "address": node_ip(index)}, {"type": "Hostname", "address": name}],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "addresses": addresses(node_ip(index), name),
+            "daemonEndpoints": daemon_endpoints(kubelet_port),
             "nodeInfo": {
                 "machineID": machine,
                 "systemUUID": str(uuid.uuid5(uuid.NAMESPACE_DNS, name)),
@@ -110,11 +130,17 @@ def build_node(pool: fleet_mod.NodePool, name: str, index: int) -> dict[str, Any
     }
 
 
-def build_all(fl: fleet_mod.Fleet) -> list[dict[str, Any]]:
+def build_all(fl: fleet_mod.Fleet, kubelet_port: int = DEFAULT_KUBELET_PORT) -> list[dict[str, Any]]:
     out = []
     index = 0
     for pool in fl.pools:
         for name in pool.node_names():
-            out.append(build_node(pool, name, index))
+            out.append(build_node(pool, name, index, kubelet_port))
             index += 1
     return out
+
+
+def plan_addresses(fl: fleet_mod.Fleet) -> list[tuple[str, str]]:
+    """(node name, InternalIP) of every node of the fleet, in the order ``build_all`` numbers them."""
+    names = [name for pool in fl.pools for name in pool.node_names()]
+    return [(name, node_ip(i)) for i, name in enumerate(names)]

@@ -2,11 +2,15 @@
 
 A bound pod is first offered to the admission hooks (``cluster.sim.admission``); a rejection ends it ``Failed``
 with the hook's reason and message, as a real kubelet does. Otherwise it goes Running with conditions, container
-statuses and a pod IP. Pods owned by a Job, or annotated ``gpulab.dev/run-seconds``, complete after that time
-(exit code from ``gpulab.dev/exit-code``, default 0). A pod being deleted is finished with grace period 0.
+statuses and a pod IP. Pods owned by a Job, or annotated ``gpulab.dev/run-seconds``, end their containers after
+that time (exit code from ``gpulab.dev/exit-code``, default 0); they then start again or the pod completes, as
+``restartPolicy`` says (``cluster.sim.restarts``: an immediate first restart, then the kubelet's back-off in
+``CrashLoopBackOff``). A pod being deleted is finished with grace period 0.
 Like the kubelet's device manager, it keeps which devices each admitted pod holds in a checkpoint file
-(``--device-checkpoint``, in the state dir), read back when it restarts and released when a pod ends.
-It must not bind pods: placement is the real kube-scheduler's alone.
+(``--device-checkpoint``, in the state dir), read back when it restarts and released when a pod ends. Like the
+container runtime, it gives each container instance a log (``cluster.sim.kubelet.logstore``) holding the lines its
+program prints first (``cluster.sim.gpu.startlogs`` for the GPU stack's containers), and deletes a pod's logs with
+the pod. It must not bind pods: placement is the real kube-scheduler's alone.
 """
 
 from __future__ import annotations
@@ -14,18 +18,22 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cluster import errors
 from cluster.kube.client import AsyncClient
-from cluster.sim import admission, checkpoint, informer, nodes
-from cluster.sim.gpu import events
+from cluster.sim import admission, checkpoint, informer, nodes, restarts
+from cluster.sim.gpu import events, startlogs
+from cluster.sim.kubelet import logstore
 
 log = logging.getLogger("gpulab.pod-agent")
 
 RUN_SECONDS = "gpulab.dev/run-seconds"
 EXIT_CODE = "gpulab.dev/exit-code"
 JOB_DEFAULT_SECONDS = 5.0
+# What a container's program prints when it starts: (stream, line) pairs for a pod's container.
+StartLines = Callable[[Mapping[str, Any], Mapping[str, Any]], Sequence[tuple[str, str]]]
 
 
 def pod_ip(pod: dict[str, Any]) -> str:
@@ -33,13 +41,30 @@ def pod_ip(pod: dict[str, Any]) -> str:
     return f"10.244.{digest[0]}.{digest[1] % 254 + 1}"
 
 
-def _container_status(c: dict[str, Any], pod_uid: str, state: dict[str, Any], ready: bool) -> dict[str, Any]:
-    cid = hashlib.sha256(f"{pod_uid}/{c['name']}".encode()).hexdigest()
+def runtime_id(pod_uid: str, container: str, restart: int) -> str:
+    """``containerd://<id>`` of a container instance (``logstore.container_id``, which names its log too)."""
+    return f"containerd://{logstore.container_id(pod_uid, container, restart)}"
+
+
+def _container_status(c: Mapping[str, Any], pod_uid: str, state: dict[str, Any], ready: bool, restart: int = 0,
+                      last: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A container's status. A waiting container shows the instance that last ran (none before its first start),
+    as a kubelet's does."""
     image = c.get("image", "")
-    return {
-        "name": c["name"], "image": image, "imageID": f"{image}@sha256:{cid}", "containerID": f"containerd://{cid}",
-        "ready": ready, "started": "running" in state, "restartCount": 0, "state": state,
+    digest = hashlib.sha256(f"{pod_uid}/{c['name']}".encode()).hexdigest()
+    out = {
+        "name": c["name"], "image": image, "imageID": f"{image}@sha256:{digest}",
+        "containerID": runtime_id(pod_uid, c["name"], restart),
+        "ready": ready, "started": "running" in state, "restartCount": restart, "state": state,
     }
+    if "waiting" in state:
+        if restart > 0:
+            out["containerID"] = runtime_id(pod_uid, c["name"], restart - 1)
+        else:
+            del out["containerID"]
+    if last:
+        out["lastState"] = last
+    return out
 
 
 def _conditions(ts: str, ready: bool) -> list[dict[str, Any]]:
@@ -55,11 +80,13 @@ def _conditions(ts: str, ready: bool) -> list[dict[str, Any]]:
     ]
 
 
-def running_status(pod: dict[str, Any], node: dict[str, Any] | None) -> dict[str, Any]:
+def running_status(pod: dict[str, Any], node: dict[str, Any] | None, restart: int = 0,
+                   last: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Running with every container's instance ``restart``; ``last``: container name -> its ``lastState``."""
     ts = nodes.now()
     uid = pod["metadata"]["uid"]
     host_ip = next((a["address"] for a in (node or {}).get("status", {}).get("addresses", [])
-                    if a.get("type") == "InternalIP"), "198.51.100.1")
+                    if a.get("type") == "InternalIP"), nodes.FIRST_NODE_IP)
     ip = pod_ip(pod)
     running = {"running": {"startedAt": ts}}
     return {
@@ -70,21 +97,61 @@ def running_status(pod: dict[str, Any], node: dict[str, Any] | None) -> dict[str
                                                       "finishedAt": ts}}, False)
             for c in pod["spec"].get("initContainers", [])
         ] or None,
-        "containerStatuses": [_container_status(c, uid, running, True) for c in pod["spec"].get("containers", [])],
+        "containerStatuses": [_container_status(c, uid, running, True, restart, (last or {}).get(c["name"]))
+                              for c in pod["spec"].get("containers", [])],
     }
 
 
-def finished_status(pod: dict[str, Any], exit_code: int) -> dict[str, Any]:
+def _started_at(pod: Mapping[str, Any], container: str, default: str) -> str:
+    for cs in pod.get("status", {}).get("containerStatuses") or []:
+        if cs.get("name") == container:
+            return str((cs.get("state") or {}).get("running", {}).get("startedAt", default))
+    return default
+
+
+def _last_states(pod: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {cs["name"]: cs["lastState"] for cs in pod.get("status", {}).get("containerStatuses") or []
+            if cs.get("lastState")}
+
+
+def ended(pod: dict[str, Any], exit_code: int, restart: int, ts: str) -> dict[str, dict[str, Any]]:
+    """Each container's ``terminated`` state for instance ``restart`` ending now with ``exit_code``."""
+    uid = pod["metadata"]["uid"]
+    return {c["name"]: restarts.terminated(exit_code, _started_at(pod, c["name"], ts), ts,
+                                           runtime_id(uid, c["name"], restart))
+            for c in pod["spec"].get("containers", [])}
+
+
+def finished_status(pod: dict[str, Any], exit_code: int, restart: int = 0) -> dict[str, Any]:
+    """The pod has ended for good: every container's instance ``restart`` terminated with ``exit_code``."""
     ts = nodes.now()
     uid = pod["metadata"]["uid"]
-    started = pod.get("status", {}).get("startTime", ts)
-    reason = "Completed" if exit_code == 0 else "Error"
-    term = {"terminated": {"exitCode": exit_code, "reason": reason, "startedAt": started, "finishedAt": ts}}
+    term = ended(pod, exit_code, restart, ts)
+    last = _last_states(pod)
     return {
         "phase": "Succeeded" if exit_code == 0 else "Failed",
         "conditions": _conditions(ts, False),
-        "containerStatuses": [_container_status(c, uid, term, False) for c in pod["spec"].get("containers", [])],
+        "containerStatuses": [_container_status(c, uid, {"terminated": term[c["name"]]}, False, restart,
+                                                last.get(c["name"])) for c in pod["spec"].get("containers", [])],
     }
+
+
+def backoff_status(pod: dict[str, Any], term: Mapping[str, dict[str, Any]], restart: int,
+                   wait: int) -> dict[str, Any]:
+    """Instance ``restart - 1`` has ended (``term``); the next starts after ``wait`` seconds (0: at once)."""
+    uid = pod["metadata"]["uid"]
+    statuses = []
+    for c in pod["spec"].get("containers", []):
+        if wait:
+            state = {"waiting": {"reason": "CrashLoopBackOff",
+                                 "message": restarts.crashloop_message(pod, c["name"], wait)}}
+            statuses.append(_container_status(c, uid, state, False, restart, {"terminated": term[c["name"]]}))
+        else:
+            statuses.append(_container_status(c, uid, {"terminated": term[c["name"]]}, False, restart - 1,
+                                              _last_states(pod).get(c["name"])))
+    conds = [dict(cond, status="False", reason="ContainersNotReady") if cond["type"] in ("Ready", "ContainersReady")
+             else cond for cond in _conditions(nodes.now(), True)]
+    return {"conditions": conds, "containerStatuses": statuses}
 
 
 def rejected_status(decision: admission.Decision) -> dict[str, Any]:
@@ -117,10 +184,13 @@ def run_seconds(pod: dict[str, Any]) -> float | None:
 
 class PodAgent:
     def __init__(self, client: AsyncClient, hooks: list[admission.Hook],
-                 devices: checkpoint.DeviceCheckpoint | None = None) -> None:
+                 devices: checkpoint.DeviceCheckpoint | None = None, logs: logstore.LogStore | None = None,
+                 start_lines: StartLines = startlogs.lines) -> None:
         self.client = client
         self.hooks = hooks
         self.devices = devices or checkpoint.DeviceCheckpoint()
+        self.logs = logs
+        self.start_lines = start_lines
         self.recorder = events.Recorder(client, "kubelet")
         self.node_informer = informer.Informer(client, "/api/v1/nodes", self.on_node)
         self.pod_informer = informer.Informer(client, "/api/v1/pods", self.on_pod, fieldSelector="spec.nodeName!=")
@@ -152,6 +222,9 @@ class PodAgent:
             timer = self._timers.pop(key, None)
             if timer:
                 timer.cancel()
+            if self.logs is not None:
+                meta = pod["metadata"]
+                self.logs.remove_pod(meta["namespace"], meta["name"], meta["uid"])
             return
         node = self._simulated(pod["spec"].get("nodeName", ""))
         if node is None or key in self._inflight:
@@ -187,13 +260,33 @@ class PodAgent:
                                     {"metadata": {"annotations": dict(decision.annotations)}})
         status = {k: v for k, v in running_status(pod, node).items() if v is not None}
         updated = await self.client.patch(self._status_path(pod), {"status": status})
+        self._write_start_lines(updated, 0, init=True)
+        await self._record_started(pod, host)
+        self._maybe_schedule_finish(key, updated)
+
+    async def _record_started(self, pod: dict[str, Any], host: str) -> None:
         for c in pod["spec"].get("containers", []):
             # What `kubectl describe pod` shows from a real kubelet (images are never pulled here).
             await self.recorder.record(pod, "Normal", "Pulled",
                                        f'Container image "{c.get("image", "")}" already present on machine', host=host)
             await self.recorder.record(pod, "Normal", "Created", f"Created container: {c['name']}", host=host)
             await self.recorder.record(pod, "Normal", "Started", f"Started container {c['name']}", host=host)
-        self._maybe_schedule_finish(key, updated)
+
+    def _write_start_lines(self, pod: dict[str, Any], restart: int, init: bool = False) -> None:
+        """Each starting container instance gets its log, with what its program prints first."""
+        if self.logs is None:
+            return
+        meta = pod["metadata"]
+        started = [(c, 0) for c in pod["spec"].get("initContainers", [])] if init else []
+        started += [(c, restart) for c in pod["spec"].get("containers", [])]
+        for c, instance in started:
+            ref = logstore.ContainerRef(meta["namespace"], meta["name"], meta["uid"], c["name"], instance)
+            try:
+                self.logs.start(ref)
+                for stream, text in self.start_lines(pod, c):
+                    self.logs.write(ref, text, stream=stream)
+            except (OSError, ValueError) as exc:
+                log.warning("could not write the log of %s/%s: %s", informer.key_of(pod), c["name"], exc)
 
     async def _admit(self, pod: dict[str, Any], node: dict[str, Any]) -> admission.Decision | None:
         name = node["metadata"]["name"]
@@ -219,22 +312,54 @@ class PodAgent:
         seconds = run_seconds(pod)
         if seconds is None:
             return
-        self._timers[key] = asyncio.ensure_future(self._finish_later(key, pod, seconds))
+        self._timers[key] = asyncio.ensure_future(self._run_containers(key, pod, seconds))
 
-    async def _finish_later(self, key: str, pod: dict[str, Any], seconds: float) -> None:
-        await asyncio.sleep(seconds)
+    async def _run_containers(self, key: str, pod: dict[str, Any], seconds: float) -> None:
+        """Each instance runs ``seconds``, then the pod ends or its containers start again (``restarts``)."""
         try:
             code = int(pod["metadata"].get("annotations", {}).get(EXIT_CODE, "0"))
         except ValueError:
             code = 1
         try:
-            await self.client.patch(self._status_path(pod), {"status": finished_status(pod, code)})
+            while True:
+                await asyncio.sleep(seconds)
+                pod = self.pod_informer.cache.get(key, pod)
+                statuses = pod.get("status", {}).get("containerStatuses") or []
+                restart = max((int(cs.get("restartCount", 0)) for cs in statuses), default=0)
+                if not restarts.will_restart(pod, code):
+                    await self.client.patch(self._status_path(pod), {"status": finished_status(pod, code, restart)})
+                    return
+                await self._restart(pod, code, restart + 1)
         except errors.NotFound:
             pass
         finally:
             self._timers.pop(key, None)
 
+    async def _restart(self, pod: dict[str, Any], code: int, restart: int) -> None:
+        """Instance ``restart - 1`` ended with ``code``: after the kubelet's back-off, instance ``restart`` runs."""
+        wait = restarts.backoff_seconds(restart)
+        term = ended(pod, code, restart - 1, nodes.now())
+        await self.client.patch(self._status_path(pod), {"status": backoff_status(pod, term, restart, wait)})
+        host = pod["spec"].get("nodeName", "")
+        if wait:
+            for c in pod["spec"].get("containers", []):
+                await self.recorder.record(pod, "Warning", "BackOff", restarts.backoff_event(pod, c["name"]), host=host)
+            await asyncio.sleep(wait)
+        node = self._simulated(host)
+        last = {name: {"terminated": t} for name, t in term.items()}
+        status = {k: v for k, v in running_status(pod, node, restart, last).items()
+                  if v is not None and k not in ("startTime", "initContainerStatuses")}  # the pod's own, kept
+        updated = await self.client.patch(self._status_path(pod), {"status": status})
+        self._write_start_lines(updated, restart)
+        await self._record_started(pod, host)
+
     async def run(self) -> None:
         node_task = asyncio.ensure_future(self.node_informer.run())
         await self.node_informer.synced.wait()
-        await asyncio.gather(node_task, self.pod_informer.run())
+        await asyncio.gather(node_task, self.pod_informer.run(), self._prune_logs())
+
+    async def _prune_logs(self) -> None:
+        """Once the pods are listed: the logs of pods deleted while no agent ran go (later deletions are seen)."""
+        await self.pod_informer.synced.wait()
+        if self.logs is not None:
+            self.logs.prune(str(p["metadata"]["uid"]) for p in self.pod_informer.cache.values())

@@ -9,7 +9,8 @@ from cluster import binaries, gobuild, pki as pki_mod
 from cluster.backends import local
 from cluster.backends.local import COMBINED, HOSTED, LocalBackend
 
-PORTS = {"etcd": 2379, "etcd-peer": 2380, "apiserver": 6443, "controller-manager": 10257, "scheduler": 10259}
+PORTS = {"etcd": 2379, "etcd-peer": 2380, "apiserver": 6443, "controller-manager": 10257, "scheduler": 10259,
+         "kubelet": 10250}
 
 
 def _layout(tmp_path: Path, *, built: bool) -> tuple[LocalBackend, dict[str, local.ProcessSpec],

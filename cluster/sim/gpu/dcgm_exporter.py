@@ -188,7 +188,8 @@ def oom_status(pod: dict[str, Any], container: str, message: str) -> dict[str, A
     for cs in pod.get("status", {}).get("containerStatuses", []):
         cs = dict(cs)
         if cs.get("name") == container:
-            term = {"exitCode": 1, "reason": "Error", "message": message, "startedAt": ts, "finishedAt": ts}
+            term = {"exitCode": 1, "reason": "Error", "message": message, "startedAt": ts, "finishedAt": ts,
+                    "containerID": cs.get("containerID", "")}  # the instance that died: what --previous reads
             if restart == "Always":
                 cs.update(ready=False, started=False, restartCount=int(cs.get("restartCount", 0)) + 1,
                           lastState={"terminated": term},

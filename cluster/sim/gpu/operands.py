@@ -119,11 +119,7 @@ def _cstatus(pod: Mapping[str, Any], name: str, state: dict[str, Any], ready: bo
              last: dict[str, Any] | None = None) -> dict[str, Any]:
     c = next((c for c in pod["spec"].get("containers", []) + pod["spec"].get("initContainers", [])
               if c["name"] == name), {"name": name, "image": ""})
-    out = pod_agent._container_status(c, pod["metadata"]["uid"], state, ready)  # noqa: SLF001 - one status shape
-    out["restartCount"] = restarts
-    if last:
-        out["lastState"] = last
-    return out
+    return pod_agent._container_status(c, pod["metadata"]["uid"], state, ready, restarts, last)  # noqa: SLF001
 
 
 def _restarts(pod: Mapping[str, Any], name: str) -> int:
@@ -177,7 +173,9 @@ def _failing(pod: Mapping[str, Any], name: str, st: OperandState, ts: str) -> di
     if st.phase == CREATING:
         return _cstatus(pod, name, {"waiting": {"reason": "ContainerCreating"}}, False, 0)
     restarts = _restarts(pod, name) + 1
-    last = {"terminated": {"exitCode": 1, "reason": "Error", "message": st.message, "startedAt": ts, "finishedAt": ts}}
+    # The instance that just failed: `kubectl logs --previous` reads it by this ID.
+    last = {"terminated": {"exitCode": 1, "reason": "Error", "message": st.message, "startedAt": ts, "finishedAt": ts,
+                           "containerID": pod_agent.runtime_id(pod["metadata"]["uid"], name, restarts - 1)}}
     waiting = {"waiting": {"reason": "CrashLoopBackOff",
                            "message": f"back-off 10s restarting failed container={name} pod={pod['metadata']['name']}"}}
     return _cstatus(pod, name, waiting, False, restarts, last)

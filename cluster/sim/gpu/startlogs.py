@@ -1,0 +1,117 @@
+"""What the GPU stack's containers print when they start: lines taken from the upstream programs' source.
+
+Each entry is a line the real program logs, unchanged, in its own logger's format (klog's header, logrus'
+``key=value`` text, zap's JSON), from the source gpulab pins (``cluster.versions``): k8s-device-plugin v0.19.1 and
+the GPU Operator at v25.3.4 (d73a0086a6ba), read in the Go module cache. A line whose text depends on the host
+(a version string, what a probe found) is left out rather than guessed, so a container's log starts with its first
+line that would read the same on any node. Only start-up lines are here; what a component logs later (and why it
+fails) belongs to the component's own simulation. The pod agent writes these when it starts a container
+(``cluster.sim.kubelet.logstore``). Plain data and formatting.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cluster.sim.gpu import names
+
+
+@dataclass(frozen=True)
+class Line:
+    fmt: str  # "klog", "logrus", "zap-json" or "plain" (a shell's echo)
+    text: str
+    source: str = ""  # file:line in the upstream program, for klog's header and for review
+    level: str = "info"
+    logger: str = ""  # zap's logger name
+    stream: str = "stderr"  # klog, logrus and zap write to stderr by default; echo to stdout
+
+
+DP = "k8s-device-plugin v0.19.1 "
+OP = "gpu-operator d73a0086a6ba "
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"  # the operator's NODE_LABEL for both config-managers
+
+LINES: dict[str, tuple[Line, ...]] = {
+    # The operator runs it from assets/state-device-plugin/0400_configmap.yaml's entrypoint.sh (which first prints
+    # the host-dependent driver-ready file), then cmd/nvidia-device-plugin/main.go: start() (its version line names
+    # the build, so it is left out) and startPlugins(). The socket folder is the flag's default
+    # (pluginapi.KubeletSocket's).
+    "nvidia-device-plugin": (
+        Line("plain", "Starting nvidia-device-plugin", OP + "assets/state-device-plugin/0400_configmap.yaml",
+             stream="stdout"),
+        Line("klog", "Starting FS watcher for /var/lib/kubelet/device-plugins", DP + "main.go:253"),
+        Line("klog", "Starting OS watcher.", DP + "main.go:260"),
+        Line("klog", "Starting Plugins.", DP + "main.go:275"),
+        Line("klog", "Loading configuration.", DP + "main.go:332"),
+    ),
+    # cmd/gpu-feature-discovery/main.go: start().
+    "gpu-feature-discovery": (
+        Line("klog", "Starting OS watcher.", DP + "main.go:163"),
+        Line("klog", "Loading configuration.", DP + "main.go:168"),
+    ),
+    # cmd/config-manager/main.go: start(), with NODE_LABEL as assets/state-device-plugin/0500_daemonset.yaml sets it.
+    "config-manager": (
+        Line("klog", f"Waiting for change to '{DEVICE_PLUGIN_CONFIG_LABEL}' label", DP + "main.go:247"),
+    ),
+    # cmd/gpu-operator/main.go (controller-runtime v0.20.3's zap, JSON; the Helm chart's --zap-time-encoding=epoch).
+    "gpu-operator": (
+        Line("zap-json", "starting manager", OP + "cmd/gpu-operator/main.go:204", logger="setup"),
+    ),
+    # assets/state-operator-validation/0500_daemonset.yaml: the main container is a shell that says so and sleeps.
+    "nvidia-operator-validator": (
+        Line("plain", "all validations are successful", OP + "assets/state-operator-validation", stream="stdout"),
+    ),
+    # assets/state-mig-manager/0420_configmap.yaml (entrypoint.sh), after the driver-ready file it prints (whose
+    # values depend on the host): IS_HOST_DRIVER is false where the operator's driver container installs the driver.
+    "nvidia-mig-manager": (
+        Line("plain", "WITH_SHUTDOWN_HOST_GPU_CLIENTS=false", OP + "assets/state-mig-manager/0420_configmap.yaml",
+             stream="stdout"),
+        Line("plain", "Starting nvidia-mig-manager", OP + "assets/state-mig-manager/0420_configmap.yaml",
+             stream="stdout"),
+    ),
+}
+
+
+def _klog(line: Line, ns: int) -> str:
+    """klog's header: severity, mmdd, time with microseconds, thread id (pid 1 in a container), file:line."""
+    t = time.gmtime(ns // 1_000_000_000)
+    micros = (ns // 1000) % 1_000_000
+    source = line.source.rsplit(" ", 1)[-1]
+    return (f"{line.level[0].upper()}{time.strftime('%m%d %H:%M:%S', t)}.{micros:06d}       1 "
+            f"{source.rsplit('/', 1)[-1]}] {line.text}")
+
+
+def render(line: Line, ns: int) -> str:
+    if line.fmt == "klog":
+        return _klog(line, ns)
+    if line.fmt == "logrus":
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ns // 1_000_000_000))
+        return f'time="{stamp}" level={line.level} msg={json.dumps(line.text)}'
+    if line.fmt == "zap-json":
+        record: dict[str, Any] = {"level": line.level, "ts": ns / 1e9}
+        if line.logger:
+            record["logger"] = line.logger
+        record["msg"] = line.text
+        return json.dumps(record, separators=(",", ":"))
+    return line.text
+
+
+def operator_container(pod: Mapping[str, Any], container: Mapping[str, Any]) -> str | None:
+    """Which program of the table a container of the GPU stack runs, or None for any other container."""
+    meta = pod.get("metadata", {})
+    if meta.get("namespace") != names.NAMESPACE:
+        return None
+    name = str(container.get("name", ""))
+    return name if name in LINES else None
+
+
+def lines(pod: Mapping[str, Any], container: Mapping[str, Any]) -> Sequence[tuple[str, str]]:
+    """(stream, text) of what the container prints first; nothing for a container that is not the GPU stack's."""
+    program = operator_container(pod, container)
+    if program is None:
+        return []
+    now = time.time_ns()
+    return [(line.stream, render(line, now)) for line in LINES[program]]
