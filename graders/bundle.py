@@ -26,7 +26,8 @@ from typing import Any
 from cluster import errors, inside
 from cluster.kube import client as kube
 from graders import findings, live_messages, producer as producer_mod, view as view_mod
-from graders.view import Obj, as_list, as_map, as_str, dig
+from graders.manifests import as_list, as_map, as_str
+from graders.view import Obj, dig
 
 log = logging.getLogger(__name__)
 

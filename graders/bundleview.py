@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from graders import bundle as bundle_mod, view
-from graders.view import Obj, as_list, as_str, dig, name_of, namespace_of
+from graders.manifests import as_list, as_str
+from graders.view import Obj, dig, name_of, namespace_of
 
 
 class BundleView:

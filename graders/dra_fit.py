@@ -20,7 +20,8 @@ from typing import Any
 from cluster import errors, quantity
 from cluster.gpu import cel
 from graders import live, nodefit, schedmsg
-from graders.view import ClusterView, Obj, as_list, as_map, as_str, dig, name_of
+from graders.manifests import as_list, as_map, as_str
+from graders.view import ClusterView, Obj, dig, name_of
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,8 @@ from typing import Any
 
 from graders import dra_fit, live, nodefit, schedmsg
 from graders.explain_messages import Point, say
-from graders.view import ClusterView, Obj, as_list, as_str, dig
+from graders.manifests import as_list, as_str
+from graders.view import ClusterView, Obj, dig
 
 _DEVICES_UNAVAILABLE = re.compile(r"requested number of devices unavailable for (\S+?)\.? Requested: (\d+), Available: (\d+)")
 _SHARED_LIMIT = re.compile(r'invalid allocation request for "([^"]+)".*?found (\d+)')

@@ -17,7 +17,8 @@ from fractions import Fraction
 
 from cluster import quantity
 from graders import findings, live_messages, messages, view as view_mod
-from graders.view import ClusterView, Obj, as_list, as_map, as_str, dig
+from graders.manifests import as_list, as_map, as_str
+from graders.view import ClusterView, Obj, dig
 
 POOL_LABEL = "gpulab.dev/pool"
 POLL_INTERVAL = 0.25

@@ -18,7 +18,8 @@ from types import MappingProxyType
 
 from cluster import quantity
 from graders import context, placement, schedmsg
-from graders.view import Obj, as_list, as_map, as_str, dig, name_of
+from graders.manifests import as_list, as_map, as_str
+from graders.view import Obj, dig, name_of
 
 POOL_LABEL = "gpulab.dev/pool"
 _UNSCHEDULABLE_TAINT = context.Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from cluster import errors
 from cluster.kube import client as kube
+from graders.manifests import as_list, as_str
 
 log = logging.getLogger(__name__)
 
@@ -56,18 +57,6 @@ class ClusterView(Protocol):
     def configmaps(self, namespace: str) -> list[Obj]: ...
     def cluster_policy(self) -> Obj | None: ...
     def resource_quotas(self, namespace: str) -> list[Obj]: ...
-
-
-def as_map(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def as_list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def as_str(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def dig(obj: object, *keys: str) -> Any:

@@ -24,7 +24,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from cluster import quantity
 from graders import ClusterView, promql
 from graders.rules import service_monitor
-from graders.view import as_list, as_map, as_str, dig
+from graders.manifests import as_list, as_map, as_str
+from graders.view import dig
 from labs import evidence
 from labs.checks import common, live
 from labs.spec import Outcome, Problems

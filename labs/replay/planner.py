@@ -18,7 +18,8 @@ from typing import Any
 
 from cluster import gpustack
 from graders import Severity, source
-from graders.view import as_map, dig
+from graders.manifests import as_map
+from graders.view import dig
 from labs import kubeapply, predict, steps
 from labs.checks.live import PredictionRule
 from labs.replay import allowed

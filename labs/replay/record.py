@@ -9,7 +9,8 @@ from typing import Any
 from cluster import errors, gpustack
 from cluster.gpustack import names
 from cluster.kube.client import Client
-from graders.view import as_map, dig
+from graders.manifests import as_map
+from graders.view import dig
 from labs import scope as scope_mod, steps
 from labs.replay.allowed import allowed_labels, allowed_policy_fields, allowed_restarts, leaf_fields, operator_allowed
 from labs.spec import LabSpec

@@ -11,7 +11,8 @@ from cluster import errors
 from cluster.gpustack import names
 from cluster.kube.client import Client
 from graders import LiveView
-from graders.view import as_map, dig
+from graders.manifests import as_map
+from graders.view import dig
 from labs import evidence, steps
 from labs.checks import live as live_checks
 from labs.spec import LabSpec
