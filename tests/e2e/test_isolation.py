@@ -1,5 +1,6 @@
 """Tenants are isolated: a tenant kubeconfig reaches only its own namespace's workloads, never Secrets, never the
-GPU stack's controls; two tenants grading at once see only their own objects; nothing listens beyond 127.0.0.1;
+GPU stack's controls; two tenants grading at once see only their own objects; nothing listens beyond 127.0.0.1
+but the simulated kubelets, each on its node's loopback address;
 what one tenant writes on its own pods cannot take another tenant's GPUs.
 
 Every denial is checked as the API server's own 403 (not a 404 or a connection error), so a test passes only
@@ -251,8 +252,15 @@ def test_every_listening_socket_is_on_loopback(local_cluster: LocalCluster, gpu_
     assert listening, "expected the control plane to listen somewhere"
     exporter_port = int(url.rsplit(":", 1)[1].split("/")[0])
     assert any(port == exporter_port for _, _, port in listening), "the DCGM exporter's socket was not found"
-    outside = [entry for entry in listening if entry[1] != "127.0.0.1"]
-    assert not outside, f"listening beyond 127.0.0.1: {outside}"
+    # The simulated kubelets listen on their nodes' own loopback addresses (127.1.x.y), at the kubelet port.
+    kubelet_port = json.loads((local_cluster.backend.dir / "state.json").read_text())["ports"]["kubelet"]
+    with local_cluster.client() as c:
+        node_ips = {a["address"] for n in c.get("/api/v1/nodes")["items"] for a in n["status"]["addresses"]
+                    if a["type"] == "InternalIP"}
+    kubelets = {ip for _, ip, port in listening if ip in node_ips and port == kubelet_port}
+    assert kubelets == node_ips and all(ip.startswith("127.1.") for ip in node_ips), (kubelets, node_ips)
+    outside = [entry for entry in listening if entry[1] != "127.0.0.1" and entry[1] not in kubelets]
+    assert not outside, f"listening beyond loopback: {outside}"
 
 
 def test_credentials_in_the_state_dir_are_private_to_their_owner(local_cluster: LocalCluster, tenants: Any) -> None:

@@ -24,15 +24,22 @@ from cluster.sim.gpu import names
 class Line:
     fmt: str  # "klog", "logrus", "zap-json" or "plain" (a shell's echo)
     text: str
-    source: str = ""  # file:line in the upstream program, for klog's header and for review
+    source: str = ""  # module@version/path[:line] of the upstream line, for klog's header and for review
     level: str = "info"
     logger: str = ""  # zap's logger name
     stream: str = "stderr"  # klog, logrus and zap write to stderr by default; echo to stdout
 
 
-DP = "k8s-device-plugin v0.19.1 "
-OP = "gpu-operator d73a0086a6ba "
+DP = "github.com/NVIDIA/k8s-device-plugin@v0.19.1/"
+OP = "github.com/NVIDIA/gpu-operator@v0.0.0-20250917190837-d73a0086a6ba/"  # v25.3.4
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"  # the operator's NODE_LABEL for both config-managers
+
+PLUGIN_MAIN = DP + "cmd/nvidia-device-plugin/main.go:"
+GFD_MAIN = DP + "cmd/gpu-feature-discovery/main.go:"
+CONFIG_MANAGER_MAIN = DP + "cmd/config-manager/main.go:"
+PLUGIN_ENTRYPOINT = OP + "assets/state-device-plugin/0400_configmap.yaml"
+VALIDATOR_DAEMONSET = OP + "assets/state-operator-validation/0500_daemonset.yaml"
+MIG_MANAGER_ENTRYPOINT = OP + "assets/state-mig-manager/0420_configmap.yaml"
 
 LINES: dict[str, tuple[Line, ...]] = {
     # The operator runs it from assets/state-device-plugin/0400_configmap.yaml's entrypoint.sh (which first prints
@@ -40,37 +47,38 @@ LINES: dict[str, tuple[Line, ...]] = {
     # the build, so it is left out) and startPlugins(). The socket folder is the flag's default
     # (pluginapi.KubeletSocket's).
     "nvidia-device-plugin": (
-        Line("plain", "Starting nvidia-device-plugin", OP + "assets/state-device-plugin/0400_configmap.yaml",
-             stream="stdout"),
-        Line("klog", "Starting FS watcher for /var/lib/kubelet/device-plugins", DP + "main.go:253"),
-        Line("klog", "Starting OS watcher.", DP + "main.go:260"),
-        Line("klog", "Starting Plugins.", DP + "main.go:275"),
-        Line("klog", "Loading configuration.", DP + "main.go:332"),
+        Line("plain", "Starting nvidia-device-plugin", PLUGIN_ENTRYPOINT, stream="stdout"),
+        Line("klog", "Starting FS watcher for /var/lib/kubelet/device-plugins", PLUGIN_MAIN + "253"),
+        Line("klog", "Starting OS watcher.", PLUGIN_MAIN + "260"),
+        Line("klog", "Starting Plugins.", PLUGIN_MAIN + "275"),
+        Line("klog", "Loading configuration.", PLUGIN_MAIN + "332"),
     ),
     # cmd/gpu-feature-discovery/main.go: start().
     "gpu-feature-discovery": (
-        Line("klog", "Starting OS watcher.", DP + "main.go:163"),
-        Line("klog", "Loading configuration.", DP + "main.go:168"),
+        Line("klog", "Starting OS watcher.", GFD_MAIN + "163"),
+        Line("klog", "Loading configuration.", GFD_MAIN + "168"),
     ),
-    # cmd/config-manager/main.go: start(), with NODE_LABEL as assets/state-device-plugin/0500_daemonset.yaml sets it.
+    # cmd/config-manager/main.go: start(), with NODE_LABEL as assets/state-device-plugin/0500_daemonset.yaml sets it;
+    # the init container runs it once (ONESHOT), the sidecar keeps watching: both start the same way.
     "config-manager": (
-        Line("klog", f"Waiting for change to '{DEVICE_PLUGIN_CONFIG_LABEL}' label", DP + "main.go:247"),
+        Line("klog", f"Waiting for change to '{DEVICE_PLUGIN_CONFIG_LABEL}' label", CONFIG_MANAGER_MAIN + "247"),
+    ),
+    "config-manager-init": (
+        Line("klog", f"Waiting for change to '{DEVICE_PLUGIN_CONFIG_LABEL}' label", CONFIG_MANAGER_MAIN + "247"),
     ),
     # cmd/gpu-operator/main.go (controller-runtime v0.20.3's zap, JSON; the Helm chart's --zap-time-encoding=epoch).
     "gpu-operator": (
         Line("zap-json", "starting manager", OP + "cmd/gpu-operator/main.go:204", logger="setup"),
     ),
-    # assets/state-operator-validation/0500_daemonset.yaml: the main container is a shell that says so and sleeps.
+    # The validator pod's main container is a shell that says so and sleeps.
     "nvidia-operator-validator": (
-        Line("plain", "all validations are successful", OP + "assets/state-operator-validation", stream="stdout"),
+        Line("plain", "all validations are successful", VALIDATOR_DAEMONSET, stream="stdout"),
     ),
-    # assets/state-mig-manager/0420_configmap.yaml (entrypoint.sh), after the driver-ready file it prints (whose
-    # values depend on the host): IS_HOST_DRIVER is false where the operator's driver container installs the driver.
+    # entrypoint.sh, after the driver-ready file it prints (whose values depend on the host): IS_HOST_DRIVER is
+    # false where the operator's driver container installs the driver.
     "nvidia-mig-manager": (
-        Line("plain", "WITH_SHUTDOWN_HOST_GPU_CLIENTS=false", OP + "assets/state-mig-manager/0420_configmap.yaml",
-             stream="stdout"),
-        Line("plain", "Starting nvidia-mig-manager", OP + "assets/state-mig-manager/0420_configmap.yaml",
-             stream="stdout"),
+        Line("plain", "WITH_SHUTDOWN_HOST_GPU_CLIENTS=false", MIG_MANAGER_ENTRYPOINT, stream="stdout"),
+        Line("plain", "Starting nvidia-mig-manager", MIG_MANAGER_ENTRYPOINT, stream="stdout"),
     ),
 }
 
@@ -79,9 +87,8 @@ def _klog(line: Line, ns: int) -> str:
     """klog's header: severity, mmdd, time with microseconds, thread id (pid 1 in a container), file:line."""
     t = time.gmtime(ns // 1_000_000_000)
     micros = (ns // 1000) % 1_000_000
-    source = line.source.rsplit(" ", 1)[-1]
     return (f"{line.level[0].upper()}{time.strftime('%m%d %H:%M:%S', t)}.{micros:06d}       1 "
-            f"{source.rsplit('/', 1)[-1]}] {line.text}")
+            f"{line.source.rsplit('/', 1)[-1]}] {line.text}")
 
 
 def render(line: Line, ns: int) -> str:
