@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import logging
+import os
+import resource
 from pathlib import Path
 
 from cluster import fleet as fleet_mod, settings
@@ -56,8 +57,21 @@ async def _main(args: argparse.Namespace) -> None:
     await asyncio.gather(*running)
 
 
+def _raise_open_file_limit() -> None:
+    """Every node's kubelet endpoint holds a listening socket: a 1,000-node fleet needs more than the usual soft
+    limit of 1,024 descriptors. Raise it to the hard limit, as every Go program (the real kubelet too) does at start
+    since Go 1.19 (https://go.dev/doc/go1.19#runtime)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError) as exc:
+            log.warning("could not raise the open-file limit from %d: %s", soft, exc)
+
+
 def main() -> None:
     settings.establish(settings.Settings.from_env(os.environ))  # the entry point: GPULAB_* read once, here
+    _raise_open_file_limit()
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--fleet", required=True)

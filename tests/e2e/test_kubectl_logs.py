@@ -29,8 +29,9 @@ from gpu_e2e import gpu_operator
 __all__ = ["gpu_operator"]
 
 
-def _pod(name: str, containers: tuple[str, ...] = ("main",), **annotations: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "annotations": annotations},
+def _pod(name: str, containers: tuple[str, ...] = ("main",), annotations: dict[str, str] | None = None
+         ) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "annotations": annotations or {}},
             "spec": {"nodeSelector": {"gpulab.dev/pool": "cpu"},
                      "containers": [{"name": c, "image": "busybox:1.36", "command": ["sleep", "3600"]}
                                     for c in containers]}}
@@ -92,7 +93,7 @@ def test_logs_with_tail_since_timestamps_and_a_container(local_cluster: LocalClu
 def test_previous_reads_the_instance_before_a_restart(local_cluster: LocalCluster, namespace: str) -> None:
     with local_cluster.client() as c:
         c.create(f"/api/v1/namespaces/{namespace}/pods",
-                 _pod("flaky", **{"gpulab.dev/run-seconds": "6", "gpulab.dev/exit-code": "1"}))
+                 _pod("flaky", annotations={"gpulab.dev/run-seconds": "6", "gpulab.dev/exit-code": "1"}))
         first = _running(c, namespace, "flaky")
         no_previous = local_cluster.kubectl("logs", "-n", namespace, "flaky", "--previous", check=False)
         _store(local_cluster).write(_ref(first), "first run: about to fail")
