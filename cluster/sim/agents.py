@@ -48,7 +48,7 @@ async def _main(args: argparse.Namespace) -> None:
     logs = logstore.LogStore(Path(args.pod_logs)) if args.pod_logs else None
     pods = pod_agent.PodAgent(AsyncClient(conn), admission.load_hooks(args.hooks or settings.current().admission_hooks),
                               checkpoint.DeviceCheckpoint(device_checkpoint), logs)
-    gpus = stack.Stack(AsyncClient(conn, max_connections=48), device_checkpoint)
+    gpus = stack.Stack(AsyncClient(conn, max_connections=48), device_checkpoint, logs=logs)  # the MIG manager's log
     running = [nodes.keep_ready(), pods.run(), gpus.run()]
     if logs is not None and args.kubelet_pki and args.client_ca:
         kubelets = server.KubeletServer(pods.pod_informer.cache, logs, port=args.kubelet_port,

@@ -123,6 +123,12 @@ def operand_pods(client: Client, node: str) -> dict[str, dict[str, Any]]:
     return {p["metadata"]["labels"].get(names.OPERAND_LABEL, ""): p for p in items}
 
 
+def mig_manager_log(cluster: Any, client: Client, node: str) -> str:
+    """``kubectl logs`` of the node's nvidia-mig-manager pod: where a real cluster says why a MIG change failed."""
+    name = operand_pods(client, node)["nvidia-mig-manager"]["metadata"]["name"]
+    return str(cluster.kubectl("logs", "-n", names.NAMESPACE, name, "-c", "nvidia-mig-manager").stdout)
+
+
 def metrics(url: str) -> list[tuple[str, dict[str, str], float]]:
     import httpx
     from prometheus_client.parser import text_string_to_metric_families

@@ -12,8 +12,8 @@ import pytest
 
 from cluster.kube.client import Client
 from cluster.sim.gpu import manifests, names
-from gpu_e2e import (configmap, create_pod, delete, ext, gpu_operator, gpu_pod, label, labels, operand_pods, pod,
-                     set_device_plugin_config, set_mig_strategy, wait_ext, wait_for, wait_phase)
+from gpu_e2e import (configmap, create_pod, delete, ext, gpu_operator, gpu_pod, label, labels, mig_manager_log,
+                     operand_pods, pod, set_device_plugin_config, set_mig_strategy, wait_ext, wait_for, wait_phase)
 
 __all__ = ["gpu_operator"]
 NODE = "a100-1"
@@ -77,10 +77,11 @@ def test_all_1g_10gb_mixed_gives_7_per_gpu_and_pauses_operands(mixed: Client) ->
     assert back["nvidia-operator-validator"]["metadata"]["uid"] != validator_before  # restartValidatorPod
 
 
-def test_reconfiguration_never_evicts_a_running_mig_pod(mixed: Client, namespace: str) -> None:
+def test_reconfiguration_never_evicts_a_running_mig_pod(mixed: Client, namespace: str, local_cluster: Any) -> None:
     """§9: a Running pod on a MIG instance survives a mig.config change; the driver refuses the busy GPU, the state
-    becomes failed and the deploy labels return to true. Once the pod is gone, a new mig-manager pod applies the
-    same label and it succeeds."""
+    becomes failed and the deploy labels return to true; the mig-manager pod's log says why, in mig-parted's words,
+    and no Event is recorded (neither mig-parted nor the operator records one). Once the pod is gone, a new
+    mig-manager pod applies the same label and it succeeds."""
     client = mixed
     apply_config(client, "all-1g.10gb")
     wait_ext(client, NODE, {"nvidia.com/mig-1g.10gb": "28"}, "allocatable")
@@ -89,6 +90,19 @@ def test_reconfiguration_never_evicts_a_running_mig_pod(mixed: Client, namespace
     apply_config(client, "all-3g.40gb", expect="failed")
     failure = json.loads(client.get(f"/api/v1/nodes/{NODE}")["metadata"]["annotations"][names.MIG_FAILURE])
     assert "In use by another client" in failure["reason"], failure
+    said = mig_manager_log(local_cluster, client, NODE)
+    assert "msg=\"Updating to MIG config: all-3g.40gb\"" in said, said
+    assert "error walking compute instances for '0': error destroying Compute instance for profile '(0, 0)': " \
+           "In use by another client" in said, said  # a 1g.10gb GPU instance (NVML profile 0) held by the pod
+    assert "level=fatal msg=\"Error applying MIG configuration with hooks: error setting MIGConfig: error attempting " \
+           "multiple config orderings: all orderings failed\"" in said, said
+    assert [line.split(" msg=", 1)[-1] for line in said.splitlines()[-4:]] == [
+        '"Restarting any GPU clients previously shutdown in Kubernetes by reenabling their component-specific '
+        'nodeSelector labels"', '"Changing the \'nvidia.com/mig.config.state\' node label to \'failed\'"',
+        '"Error: failed to apply MIG configuration: exit status 1"',
+        '"Waiting for change to \'nvidia.com/mig.config\' label"']
+    assert not [e for e in client.get("/api/v1/namespaces/default/events")["items"]
+                if e["involvedObject"]["name"] == NODE and "MIG" in e.get("message", "")]
     still = pod(client, namespace, "holder")
     assert still["metadata"]["uid"] == running["metadata"]["uid"] and still["status"]["phase"] == "Running"
     assert not still["metadata"].get("deletionTimestamp")
@@ -111,8 +125,9 @@ def test_all_balanced_gives_2_1_1_per_gpu(mixed: Client) -> None:
     wait_ext(mixed, NODE, {"nvidia.com/mig-1g.10gb": "8", "nvidia.com/mig-2g.20gb": "4", "nvidia.com/mig-3g.40gb": "4"})
 
 
-def test_impossible_layout_fails_with_a_reason(mixed: Client) -> None:
-    """§3/§4: a layout with no placement -> state failed, reason recorded (annotation and node event)."""
+def test_impossible_layout_fails_with_a_reason(mixed: Client, local_cluster: Any) -> None:
+    """§3/§4: a layout with no placement -> state failed, the mig-manager's log ends as mig-parted's does (no node
+    event); a name that is not in the file fails mig-parted's ``assert --valid-config``."""
     client = mixed
     cm_path = f"/api/v1/namespaces/{names.NAMESPACE}/configmaps/{names.MIG_CONFIGMAP}"
     original = client.get(cm_path)["data"][names.MIG_CONFIG_KEY]
@@ -121,10 +136,15 @@ def test_impossible_layout_fails_with_a_reason(mixed: Client) -> None:
         apply_config(client, "impossible", expect="failed")
         failure = json.loads(client.get(f"/api/v1/nodes/{NODE}")["metadata"]["annotations"][names.MIG_FAILURE])
         assert failure["config"] == "impossible" and "does not fit" in failure["reason"]
+        said = mig_manager_log(local_cluster, client, NODE)
+        assert "error setting MIGConfig: error attempting multiple config orderings: all orderings failed" in said
         events = client.get("/api/v1/namespaces/default/events")["items"]
-        assert any(e["involvedObject"]["name"] == NODE and e["reason"] == "MigConfigFailed" for e in events)
+        assert not any(e["involvedObject"]["name"] == NODE and "MIG" in e.get("message", "") for e in events)
         assert ext(client, NODE) == {"nvidia.com/gpu": "4"}  # the old layout stays
         apply_config(client, "all-9g.99gb", expect="failed")  # a name that is not in the file
+        said = mig_manager_log(local_cluster, client, NODE)
+        assert 'level=fatal msg="Error selecting MIG config: selected mig-config not present: all-9g.99gb"' in said
+        assert 'level=error msg="Error: failed to validate MIG configuration: exit status 1"' in said
     finally:
         configmap(client, names.MIG_CONFIGMAP, {names.MIG_CONFIG_KEY: original})
 

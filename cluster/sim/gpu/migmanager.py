@@ -185,6 +185,9 @@ class Outcome:
 
     layouts: tuple[mig.GpuLayout, ...]
     reason: str | None = None
+    gpu: int | None = None  # the GPU the driver refused
+    busy: inventory.Placement | None = None  # the instance in use there; None with ``gpu``: a MIG-mode change
+    target: tuple[str, ...] = ()  # the refused GPU's target profiles (mig-parted tries their orderings)
 
 
 def apply_per_gpu(target: tuple[mig.GpuLayout, ...], gpus: tuple[inventory.GpuInfo, ...],
@@ -203,7 +206,8 @@ def apply_per_gpu(target: tuple[mig.GpuLayout, ...], gpus: tuple[inventory.GpuIn
             continue
         busy = held.get(want.index, set())
         if busy and (now.mig_enabled != want.mig_enabled or None in busy):
-            return Outcome(_ordered(out), f"GPU {want.index}: error setting MIG mode: In use by another client")
+            return Outcome(_ordered(out), f"GPU {want.index}: error setting MIG mode: In use by another client",
+                           want.index)
         if busy:
             kept = list(now.placements)
             while kept and len(kept) - 1 not in busy:
@@ -211,7 +215,8 @@ def apply_per_gpu(target: tuple[mig.GpuLayout, ...], gpus: tuple[inventory.GpuIn
             out[want.index] = mig.GpuLayout(want.index, True, tuple(kept))
             p = kept[-1]
             return Outcome(_ordered(out), f"GPU {want.index}: error destroying GPU instance {p.profile} at "
-                                          f"placement {p.start}:{p.size}: In use by another client")
+                                          f"placement {p.start}:{p.size}: In use by another client",
+                           want.index, p, tuple(q.profile for q in want.placements))
         out[want.index] = want
     return Outcome(_ordered(out))
 

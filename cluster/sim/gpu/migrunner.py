@@ -1,7 +1,9 @@
 """Runs the MIG manager's reconfiguration on a node the way ``MP pkg/mig/reconfigure/reconfigure.go`` does:
 ``pending``; the operator's GPU clients paused through their deploy labels and waited for; the layout applied
 GPU by GPU after a short delay; then ``success`` (validator pod restarted, labels restored) or ``failed`` with
-the reason (labels restored, node annotation and a Warning event). User pods are never evicted or deleted.
+the reason (labels restored, node annotation). User pods are never evicted or deleted. What the real manager logs
+on the way (``miglogs``) goes to its pod's container log; as upstream, no Event is recorded: a failure shows only
+in that log and the ``nvidia.com/mig.config.state=failed`` label.
 
 One task per node; a new ``nvidia.com/mig.config`` value cancels the running one and starts over, as the real
 MIG manager restarts its reconcile loop on a label change.
@@ -20,7 +22,8 @@ from cluster import errors
 from cluster.gpu import mig
 from cluster.kube.client import AsyncClient
 from cluster.sim import checkpoint
-from cluster.sim.gpu import dcgm, events, hoststate, migmanager, names, operands, world as world_mod
+from cluster.sim.gpu import dcgm, hoststate, miglogs, migmanager, names, operands, startlogs, world as world_mod
+from cluster.sim.kubelet import logstore
 
 log = logging.getLogger("gpulab.gpu-stack.mig-manager")
 # The real wait is 5 minutes per operand; a timeout leaves the labels paused and the state pending (mig-parted#485).
@@ -30,13 +33,14 @@ WAITED_OPERANDS = ("device-plugin", "gpu-feature-discovery", "dcgm-exporter", "d
 
 
 class MigRunner:
-    def __init__(self, client: AsyncClient, world: world_mod.World, recorder: events.Recorder,
-                 device_checkpoint: Path | None = None) -> None:
+    def __init__(self, client: AsyncClient, world: world_mod.World, device_checkpoint: Path | None = None,
+                 logs: logstore.LogStore | None = None) -> None:
         self.client = client
         self.world = world
-        self.recorder = recorder
         self.device_checkpoint = device_checkpoint  # the pod agent's record of which pod holds which device
+        self.logs = logs  # the kubelet's container logs (None where gpulab plays no kubelet, as on kind)
         self.tasks: dict[str, tuple[str, asyncio.Task[None]]] = {}
+        self._last: dict[str, tuple[str, str, str, str]] = {}  # node -> the last outcome handled
 
     def cancel(self, name: str) -> None:
         running = self.tasks.pop(name, None)
@@ -50,12 +54,46 @@ class MigRunner:
         if running and running[0] == decision.config and not running[1].done():
             return
         self.cancel(name)
+        node = self.world.nodes.get(name)
+        labels = hoststate.node_labels(node) if node is not None else {}
+        # A reconcile may see the same immediate outcome again before its label lands: the manager ran once.
+        once = (decision.config, decision.action, decision.reason, self._manager_pod(name))
+        logged, self._last[name] = self._last.get(name) == once, once
         if decision.action == migmanager.SUCCESS:
+            if not logged:
+                self._log(name, (*miglogs.start(decision.config, labels), *miglogs.already_applied(decision.config)))
             await self._finish(name, decision.config, None, decision)
         elif decision.action == migmanager.FAILED:
+            if not logged and not decision.reason.startswith("configmap "):  # no config volume: no pod runs
+                self._log(name, (*miglogs.start(decision.config, labels), *miglogs.invalid(decision.reason)))
             await self._finish(name, decision.config, decision.reason, decision)
         else:
+            mode_applied = self._mode_applied(name, decision)
+            self._log(name, (*miglogs.start(decision.config, labels), *miglogs.pending(mode_applied)))
             self.tasks[name] = (decision.config, asyncio.ensure_future(self._reconfigure(name, decision.config)))
+
+    def _mode_applied(self, name: str, decision: migmanager.Decision) -> bool:
+        """Whether every GPU already has the MIG mode the config asks for (``assert --mode-only``)."""
+        inv = hoststate.inventory_of(self.world.nodes[name], with_faults=False) if name in self.world.nodes else None
+        if inv is None or decision.result is None:
+            return True
+        now = {g.index: mig.current_layout(g).mig_enabled for g in inv.gpus}
+        return all(now.get(l.index) == l.mig_enabled for l in decision.result.layouts)
+
+    def _log(self, name: str, lines: tuple[startlogs.Line, ...]) -> None:
+        """Append to the log of the node's mig-manager container, as the real program prints."""
+        pod = self._manager(name)
+        if self.logs is None or pod is None:
+            return
+        meta = pod["metadata"]
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        restart = next((int(cs.get("restartCount", 0)) for cs in statuses if cs.get("name") == miglogs.CONTAINER), 0)
+        ref = logstore.ContainerRef(meta["namespace"], meta["name"], meta["uid"], miglogs.CONTAINER, restart)
+        try:
+            for line in lines:
+                self.logs.write(ref, startlogs.render(line, time.time_ns()), stream=line.stream)
+        except (OSError, ValueError) as exc:
+            log.warning("could not write the mig-manager log on %s: %s", name, exc)
 
     async def _patch(self, name: str, labels: dict[str, str | None], annotations: dict[str, str | None]) -> None:
         meta: dict[str, Any] = {"labels": labels}
@@ -73,6 +111,7 @@ class MigRunner:
             if not await self._wait_operands_gone(name):
                 log.warning("%s: operand pods did not go; the MIG config stays pending", name)
                 return
+            self._log(name, miglogs.operands_gone())
             await asyncio.sleep(max(0.0, migmanager.APPLY_SECONDS - (time.monotonic() - started)))
             node = self.world.nodes[name]
             decision = migmanager.decide(node, self.world.policy, self.world.mig_file())
@@ -83,11 +122,17 @@ class MigRunner:
                 assert inv is not None
                 held = migmanager.held_instances(self.world.pods_on(name), inv.gpus, self._devices_of(node))
                 outcome = migmanager.apply_per_gpu(decision.result.layouts, inv.gpus, held)
+                refusal = None if outcome.gpu is None else miglogs.Refusal(outcome.gpu, outcome.busy, outcome.target)
+                self._log(name, miglogs.applied(config, refusal))
                 if outcome.reason is None:
                     await self._restart_validator(name)
                 await self._finish(name, config, outcome.reason, decision, outcome.layouts)
                 return
             reason = decision.reason if decision.action in (migmanager.APPLY, migmanager.FAILED) else None
+            if decision.action == migmanager.APPLY:
+                self._log(name, miglogs.applied(config, None, fits=False))
+            elif decision.action == migmanager.FAILED and not decision.reason.startswith("configmap "):
+                self._log(name, miglogs.invalid(decision.reason))
             await self._finish(name, config, reason or None, decision)
         except asyncio.CancelledError:
             raise
@@ -132,9 +177,13 @@ class MigRunner:
                 except errors.NotFound:
                     pass
 
+    def _manager(self, name: str) -> dict[str, Any] | None:
+        return next((p for p in self.world.operator_pods_on(name)
+                     if operands.operand_of(p) == "mig-manager" and not p["metadata"].get("deletionTimestamp")), None)
+
     def _manager_pod(self, name: str) -> str:
-        return next((str(p["metadata"].get("uid", "")) for p in self.world.operator_pods_on(name)
-                     if operands.operand_of(p) == "mig-manager" and not p["metadata"].get("deletionTimestamp")), "")
+        pod = self._manager(name)
+        return str(pod["metadata"].get("uid", "")) if pod is not None else ""
 
     async def _finish(self, name: str, config: str, reason: str | None, decision: migmanager.Decision,
                       layouts: tuple[mig.GpuLayout, ...] | None = None) -> None:
@@ -157,6 +206,4 @@ class MigRunner:
         if layouts is not None:  # what the driver did before it refused stays done
             failed.update({names.MIG_LAYOUT: hoststate.layout_annotation(layouts), names.MIG_APPLIED: None})
         await self._patch(name, {names.MIG_CONFIG_STATE: "failed", **restored}, failed)
-        await self.recorder.record({"kind": "Node", "apiVersion": "v1", "metadata": node["metadata"]}, "Warning",
-                                   "MigConfigFailed", f"failed to apply MIG config {config}: {text}", host=name)
         log.info("%s: MIG config %s failed: %s", name, config, text)

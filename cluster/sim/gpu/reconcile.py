@@ -20,6 +20,7 @@ from cluster import errors
 from cluster.kube.client import APPLY_PATCH, AsyncClient
 from cluster.sim.gpu import devicefile, dra, events, hoststate, migmanager, migrunner, names, nodeplan, operands, world as world_mod
 from cluster.sim.gpu.workqueue import WorkQueue
+from cluster.sim.kubelet import logstore
 
 log = logging.getLogger("gpulab.gpu-stack")
 
@@ -31,7 +32,8 @@ RESTART_AWARE = ("device-plugin", "gpu-feature-discovery", "mig-manager")
 
 class NodeReconciler:
     def __init__(self, client: AsyncClient, world: world_mod.World, recorder: events.Recorder,
-                 device_checkpoint: Path | None = None, device_files: devicefile.Writer | None = None) -> None:
+                 device_checkpoint: Path | None = None, device_files: devicefile.Writer | None = None,
+                 logs: logstore.LogStore | None = None) -> None:
         self.client = client
         # On kind: each node's devices go to its node plugin (devicefile), and the real kubelet writes capacity
         # and allocatable; without it (local), the stack patches them into the node's status itself.
@@ -44,7 +46,7 @@ class NodeReconciler:
         self._looked_at: set[str] = set()  # nodes this process has judged at least once
         self.operand_states: dict[str, dict[str, operands.OperandState]] = {}
         self.slices: dict[str, str] = {}  # node -> JSON of the devices last published
-        self.mig = migrunner.MigRunner(client, world, events.Recorder(client, "nvidia-mig-manager"), device_checkpoint)
+        self.mig = migrunner.MigRunner(client, world, device_checkpoint, logs)
         self._generation = int(time.time())
         self.changes = 0  # bumped by every reconcile and operand pod event (the policy status looks at it)
         self._burst: tuple[float, int, int] | None = None  # (start, reconciles, patches) of the current burst

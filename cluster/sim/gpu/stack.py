@@ -20,6 +20,7 @@ from cluster.kube import kubeconfig
 from cluster.kube.client import AsyncClient
 from cluster.sim import informer, runner
 from cluster.sim.gpu import dcgm_exporter, devicefile, events, names, operands, operatorctl, reconcile, world as world_mod
+from cluster.sim.kubelet import logstore
 
 log = logging.getLogger("gpulab.gpu-stack")
 POLICY_POLL = 1.0
@@ -28,12 +29,12 @@ STATUS_EVERY = 0.5
 
 class Stack:
     def __init__(self, client: AsyncClient, device_checkpoint: Path | None = None,
-                 device_dir: Path | None = None) -> None:
+                 device_dir: Path | None = None, logs: logstore.LogStore | None = None) -> None:
         self.client = client
         self.world = world_mod.World()
         self.recorder = events.Recorder(client, "gpu-operator")
         self.nodes = reconcile.NodeReconciler(client, self.world, self.recorder, device_checkpoint,
-                                              devicefile.Writer(device_dir) if device_dir is not None else None)
+                                              devicefile.Writer(device_dir) if device_dir is not None else None, logs)
         self.operator = operatorctl.OperatorController(client, self.world)
         self.exporter = dcgm_exporter.Exporter(client, self.world, events.Recorder(client, "kubelet"),
                                                self.nodes.operand_states, device_checkpoint)
