@@ -21,20 +21,21 @@ import sys
 from pathlib import Path
 
 import pytest
+from prerequisites import require
 
 PROBE = Path(__file__).with_name("loopback_probe.py")
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not (shutil.which("unshare") and shutil.which("ip")),
-                                reason="needs root, unshare and ip (iproute2) to make a network namespace")
+pytestmark = pytest.mark.e2e
 
 
 def test_nothing_leaves_loopback_while_a_lab_cluster_runs(tmp_path: Path) -> None:
+    require(os.geteuid() == 0 and bool(shutil.which("unshare") and shutil.which("ip")),
+            "needs root, unshare and ip (iproute2) to make a network namespace")
     report_file = tmp_path / "report.json"
     proc = subprocess.run(["unshare", "--net", "--mount", "--", sys.executable, str(PROBE), str(report_file)],
                           capture_output=True, text=True, timeout=600, cwd=Path(__file__).parents[2])
     assert report_file.exists(), f"the probe wrote no report ({proc.returncode}):\n{proc.stderr[-3000:]}"
     report = json.loads(report_file.read_text())
-    if "skip" in report:
-        pytest.skip(report["skip"])
+    require("skip" not in report, str(report.get("skip")))
     assert report["caught"] == [], f"packets left loopback: {report['caught']}"
     assert "error" not in report, report
     steps = report["steps"]
