@@ -1,6 +1,7 @@
-"""The GPU stack's containers start their logs with lines of the real programs: each line is found in the pinned
-upstream source (read from the Go module cache when it holds it), printed in its logger's format, and belongs to a
-container the simulated operator creates; other pods' containers print nothing."""
+"""The GPU stack's containers start their logs with lines of the real programs: each line names the upstream
+source it comes from, at a version or commit; the lines of the modules gpulab pins (k8s-device-plugin, the GPU
+Operator) are found there, read from the Go module cache when it holds them. Lines are printed in their loggers'
+formats and belong to containers the simulated operator creates; other pods' containers print nothing."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from cluster import binaries
 from cluster.sim.gpu import manifests, names, operands, startlogs
 
 ALL_LINES = [(container, line) for container, lines in startlogs.LINES.items() for line in lines]
+# Sources in modules gpulab builds or referees against, so the Go module cache holds them once binaries are made.
+PINNED = [(c, line) for c, line in ALL_LINES if line.source.startswith((startlogs.DP, startlogs.OP))]
 
 
 def _module_file(source: str) -> tuple[Path, int | None]:
@@ -32,7 +35,14 @@ def _pattern(template: str) -> str:
     return out
 
 
-@pytest.mark.parametrize("container,line", ALL_LINES, ids=[f"{c}:{line.text[:30]}" for c, line in ALL_LINES])
+def test_every_line_names_its_source_at_a_version() -> None:
+    for container, line in ALL_LINES:
+        module, at, rest = line.source.partition("@")
+        assert module.startswith("github.com/NVIDIA/") and at and "/" in rest, (container, line.source)
+    assert len(PINNED) > len(ALL_LINES) / 2
+
+
+@pytest.mark.parametrize("container,line", PINNED, ids=[f"{c}:{line.text[:30]}" for c, line in PINNED])
 def test_each_line_is_in_the_pinned_upstream_source(container: str, line: startlogs.Line) -> None:
     path, number = _module_file(line.source)
     if not path.exists():
@@ -58,6 +68,9 @@ def test_lines_are_printed_in_their_loggers_formats() -> None:
     assert list(zap) == ["level", "ts", "logger", "msg"] and zap["msg"] == "starting manager"
     assert startlogs.render(startlogs.Line("logrus", 'say "hi"'), at) == (
         'time="2023-11-14T22:13:20Z" level=info msg="say \\"hi\\""')
+    assert startlogs.render(startlogs.Line("logrus", "Initializing"), at).endswith(" msg=Initializing")
+    assert startlogs.render(startlogs.LINES["nvidia-dcgm-exporter"][0], at) == (
+        'time=2023-11-14T22:13:20.123Z level=INFO msg="Starting dcgm-exporter" Version=4.3.1-4.4.0')
     streams = {stream for stream, _ in startlogs.lines(pod, {"name": "nvidia-device-plugin"})}
     assert streams == {"stdout", "stderr"}  # the entrypoint echoes on stdout, klog writes to stderr
 

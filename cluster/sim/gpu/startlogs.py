@@ -1,8 +1,10 @@
 """What the GPU stack's containers print when they start: lines taken from the upstream programs' source.
 
-Each entry is a line the real program logs, unchanged, in its own logger's format (klog's header, logrus'
-``key=value`` text, zap's JSON), from the source gpulab pins (``cluster.versions``): k8s-device-plugin v0.19.1 and
-the GPU Operator at v25.3.4 (d73a0086a6ba), read in the Go module cache. A line whose text depends on the host
+Each entry is a line the real program logs, unchanged, in its own logger's format (klog's header, logrus' and
+slog's ``key=value`` text, zap's JSON), from the source gpulab pins (``cluster.versions``): k8s-device-plugin v0.19.1
+and the GPU Operator at v25.3.4 (d73a0086a6ba), read in the Go module cache, and the operand images that operator
+release names in its Helm values (container-toolkit v1.17.8, dcgm-exporter 4.3.1-4.4.0; the driver container's
+script at gpu-driver-container 06a208c). A line whose text depends on the host
 (a version string, what a probe found) is left out rather than guessed, so a container's log starts with its first
 line that would read the same on any node. Only start-up lines are here; what a component logs later (and why it
 fails) belongs to the component's own simulation. The pod agent writes these when it starts a container
@@ -12,6 +14,7 @@ fails) belongs to the component's own simulation. The pod agent writes these whe
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,12 +25,13 @@ from cluster.sim.gpu import names
 
 @dataclass(frozen=True)
 class Line:
-    fmt: str  # "klog", "logrus", "zap-json" or "plain" (a shell's echo)
+    fmt: str  # "klog", "logrus", "slog-text", "zap-json" or "plain" (a shell's echo)
     text: str
     source: str = ""  # module@version/path[:line] of the upstream line, for klog's header and for review
     level: str = "info"
     logger: str = ""  # zap's logger name
-    stream: str = "stderr"  # klog, logrus and zap write to stderr by default; echo to stdout
+    stream: str = "stderr"  # klog, logrus, slog and zap write to stderr by default; echo to stdout
+    attrs: tuple[tuple[str, str], ...] = ()  # slog's attributes after the message
 
 
 DP = "github.com/NVIDIA/k8s-device-plugin@v0.19.1/"
@@ -40,6 +44,10 @@ CONFIG_MANAGER_MAIN = DP + "cmd/config-manager/main.go:"
 PLUGIN_ENTRYPOINT = OP + "assets/state-device-plugin/0400_configmap.yaml"
 VALIDATOR_DAEMONSET = OP + "assets/state-operator-validation/0500_daemonset.yaml"
 MIG_MANAGER_ENTRYPOINT = OP + "assets/state-mig-manager/0420_configmap.yaml"
+TOOLKIT_RUN = "github.com/NVIDIA/nvidia-container-toolkit@v1.17.8/tools/container/nvidia-toolkit/run.go:"
+DCGM_EXPORTER_APP = "github.com/NVIDIA/dcgm-exporter@4.3.1-4.4.0/pkg/cmd/app.go:"
+DCGM_EXPORTER_VERSION = "4.3.1-4.4.0"  # its Makefile's -X main.BuildVersion=$(DCGM_VERSION)-$(VERSION), hack/VERSION
+DRIVER_SCRIPT = "github.com/NVIDIA/gpu-driver-container@06a208c/ubuntu24.04/nvidia-driver"
 
 LINES: dict[str, tuple[Line, ...]] = {
     # The operator runs it from assets/state-device-plugin/0400_configmap.yaml's entrypoint.sh (which first prints
@@ -74,6 +82,25 @@ LINES: dict[str, tuple[Line, ...]] = {
     "nvidia-operator-validator": (
         Line("plain", "all validations are successful", VALIDATOR_DAEMONSET, stream="stdout"),
     ),
+    # The nvidia-driver script's first words, at its top level (TARGETARCH amd64, as every simulated node is); then
+    # `init` goes on with what it finds on the host.
+    "nvidia-driver-ctr": (
+        Line("plain", "DRIVER_ARCH is x86_64", DRIVER_SCRIPT, stream="stdout"),
+    ),
+    # assets/state-container-toolkit/0400_configmap.yaml's entrypoint.sh prints the host-dependent driver-ready file,
+    # then runs nvidia-toolkit: main() parses its arguments and starts the CLI, whose Run() verifies and initializes.
+    "nvidia-container-toolkit-ctr": (
+        Line("logrus", "Parsing arguments", TOOLKIT_RUN + "195"),
+        Line("logrus", "Starting nvidia-toolkit", TOOLKIT_RUN + "123"),
+        Line("logrus", "Verifying Flags", TOOLKIT_RUN + "221"),
+        Line("logrus", "Initializing", TOOLKIT_RUN + "233"),
+    ),
+    # The image's entrypoint runs dcgm-exporter (after a warning when it cannot set its capabilities, left out);
+    # startDCGMExporter() logs with slog's text handler (--log-format's default).
+    "nvidia-dcgm-exporter": (
+        Line("slog-text", "Starting dcgm-exporter", DCGM_EXPORTER_APP + "402",
+             attrs=(("Version", DCGM_EXPORTER_VERSION),)),
+    ),
     # entrypoint.sh, after the driver-ready file it prints (whose values depend on the host): IS_HOST_DRIVER is
     # false where the operator's driver container installs the driver.
     "nvidia-mig-manager": (
@@ -81,6 +108,15 @@ LINES: dict[str, tuple[Line, ...]] = {
         Line("plain", "Starting nvidia-mig-manager", MIG_MANAGER_ENTRYPOINT, stream="stdout"),
     ),
 }
+
+
+_LOGRUS_BARE = re.compile(r"[A-Za-z0-9\-._/@^+]+")  # logrus' needsQuoting: anything else is quoted
+_SLOG_BARE = re.compile(r"[^\s\"=]+")  # slog quotes an empty value, spaces, quotes, '=' (and non-printables)
+
+
+def _quoted(text: str, bare: re.Pattern[str]) -> str:
+    """Go's %q of ``text`` (JSON's escaping for the printable text these lines hold) unless ``bare`` allows it."""
+    return text if bare.fullmatch(text) else json.dumps(text)
 
 
 def _klog(line: Line, ns: int) -> str:
@@ -94,9 +130,14 @@ def _klog(line: Line, ns: int) -> str:
 def render(line: Line, ns: int) -> str:
     if line.fmt == "klog":
         return _klog(line, ns)
-    if line.fmt == "logrus":
+    if line.fmt == "logrus":  # TextFormatter without a terminal: RFC3339 time, values quoted only when needed
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ns // 1_000_000_000))
-        return f'time="{stamp}" level={line.level} msg={json.dumps(line.text)}'
+        return f"time={_quoted(stamp, _LOGRUS_BARE)} level={line.level} msg={_quoted(line.text, _LOGRUS_BARE)}"
+    if line.fmt == "slog-text":  # log/slog's TextHandler: time with milliseconds, level in capitals
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 1_000_000_000))
+        fields = [f"time={stamp}.{(ns // 1_000_000) % 1000:03d}Z", f"level={line.level.upper()}",
+                  f"msg={_quoted(line.text, _SLOG_BARE)}", *(f"{k}={_quoted(v, _SLOG_BARE)}" for k, v in line.attrs)]
+        return " ".join(fields)
     if line.fmt == "zap-json":
         record: dict[str, Any] = {"level": line.level, "ts": ns / 1e9}
         if line.logger:
