@@ -6,7 +6,8 @@ index order, as on a two-socket HGX board. The matrix uses ``nvidia-smi topo -m`
 with # links), ``NODE`` (PCIe and the host bridges inside one NUMA node), ``SYS`` (PCIe and the CPU interconnect
 between NUMA nodes). Links per pair: an A100 has 12 NVLink links and an H100 18 (NVIDIA A100 and H100 Tensor
 Core GPU architecture whitepapers); with NVSwitch (eight GPUs) a pair uses all of them, a four-GPU board without
-switches splits them among the three peers.
+switches splits them among the three peers. That board model is ``cluster.gpu.nvidia_smi.board.Board``, which the
+simulated ``nvidia-smi topo -m`` prints from too.
 
 Given a GPU count, it also shows what the kubelet's Topology Manager does with a pod asking for that many GPUs:
 the device manager prefers hints spanning the fewest NUMA nodes that could hold the request
@@ -26,10 +27,10 @@ from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from cluster import errors, fleet as fleet_mod, quantity
 from cluster.gpu import catalog
+from cluster.gpu.nvidia_smi import board as smi_board
 from cluster import gpustack
 from labs import figures
 
-_LINKS = {"Ampere": 12, "Hopper": 18}  # NVLink links per SXM GPU (architecture whitepapers)
 _CELL = {"X": "#dddddd", "NV": "#cde8cd", "NODE": "#fff1c7", "SYS": "#f6d5d5"}
 
 
@@ -44,23 +45,21 @@ class NodeTopology:
     nvlink: bool
     cpus: int
 
+    @property
+    def board(self) -> smi_board.Board:
+        """The same board the simulated ``nvidia-smi topo -m`` prints, so the figure and the tool agree."""
+        buses = smi_board.simulated_bus_ids(self.gpus)
+        return smi_board.Board(buses, cpus=self.cpus, numa_nodes=self.numa_nodes, nvlink=self.nvlink)
+
     def numa_of(self, gpu: int) -> int:
         """GPUs fill the NUMA nodes in index order (GPU 0-3 on NUMA 0 and 4-7 on NUMA 1 of an 8-GPU board)."""
-        return gpu * self.numa_nodes // self.gpus
+        return self.board.numa_of(gpu)
 
     def cpu_range(self, numa: int) -> str:
-        per = self.cpus // self.numa_nodes
-        return f"{numa * per}-{(numa + 1) * per - 1}"
+        return self.board.cpu_range(numa)
 
     def link(self, a: int, b: int) -> str:
-        if a == b:
-            return "X"
-        if self.nvlink:
-            links = _LINKS.get(self.model.architecture)
-            if links is None:
-                return "NV"
-            return f"NV{links if self.gpus > 4 else max(1, links // max(1, self.gpus - 1))}"
-        return "NODE" if self.numa_of(a) == self.numa_of(b) else "SYS"
+        return self.board.link(self.model, a, b).strip()
 
 
 def _cpus(cpu: str) -> int:

@@ -68,10 +68,12 @@ def stdout(machine: str, name: str) -> str:
 # --- normalising -------------------------------------------------------------------------------------------------
 
 _DATE = re.compile(r"\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}|\d{4}/\d\d/\d\d \d\d:\d\d:\d\d\.\d{3}")
-_TABLE_ROW = re.compile(r"^(\| N/A  )([ \d]{3}C|N/A )(    P\d +)(\d+W|N/A ) / (.*?\|\s*)(\d+)MiB / (.*\|\s*)(\d+%|N/A)")
-_MIG_ROW = re.compile(r"^(\|\s+\d+\s+\d+\s+\d+\s+\d+\s+\|\s+)(\d+)(MiB / )")
-# "Replays Since Reset" counts PCIe link replays, a hardware event: one of the four H200s had had one (the simulated
-# GPUs have none). It is the only error counter blanked; every ECC and remapping counter must match.
+# A figure and the spaces that pad it to its column: the padding changes with the figure's width, the column does not.
+_TABLE_FIGURES = (
+    (re.compile(r"^(\| N/A) +(\d+C|N/A)(    P\d) +(\d+W|N/A ) / "), r"\1 <T>\3 <P> / "),  # temperature, power
+    (re.compile(r"\| +\d+MiB / "), "| <U>MiB / "),  # memory in use (GPU and MIG rows)
+    (re.compile(r"\| +(\d+%|N/A) "), "| <%> "),  # GPU-Util
+)
 _Q_DYNAMIC = {"Serial Number", "GPU PDI", "Module Id", "Tx Throughput", "Rx Throughput", "GPU Current Temp",
               "GPU T.Limit Temp", "Memory Current Temp", "Average Power Draw", "Instantaneous Power Draw",
               "Replays Since Reset"}
@@ -93,8 +95,8 @@ def normalise(text: str) -> str:
         return _normalise_csv(lines)
     out = []
     for line in lines:
-        line = _TABLE_ROW.sub(lambda m: f"{m[1]}<T>{m[3]}<P> / {m[5]}<U>MiB / {m[7]}<%>", line)
-        line = _MIG_ROW.sub(lambda m: f"{m[1]}<U>{m[3]}", line)
+        for pattern, blank in _TABLE_FIGURES:
+            line = pattern.sub(blank, line)
         out.append(line)
     return "\n".join(out)
 

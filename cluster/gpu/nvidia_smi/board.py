@@ -2,13 +2,15 @@
 
 ``ModelFacts`` holds what an idle GPU of one model printed on real hardware (``tests/fixtures/nvidia-smi``, driver
 580.159.04): power limits, idle clocks, reserved memory, BAR1 size, firmware versions, part numbers. Models nobody
-recorded get ``None`` for what was not seen, and the renderers print ``N/A`` for it rather than invent a number
-(their power limits are the published board specifications, marked below). ``Board`` is the host side: PCI bus
-ids, CPUs, NUMA nodes and NVLink wiring. Plain data; nothing here talks to NVML or a cluster.
+recorded get ``None`` for what was not seen (firmware, clocks, BAR1), and the renderers print ``N/A`` for it; their
+power limits are the published board specifications, and their idle temperature, power draw and reserved memory are
+estimates (a real GPU prints numbers there; no recording checks them). ``Board`` is the host side:
+PCI bus ids, CPUs, NUMA nodes and NVLink wiring. Plain data; nothing here talks to NVML or a cluster.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -79,18 +81,30 @@ _FACTS: Mapping[str, ModelFacts] = MappingProxyType({
         inforom_ecc="7.16", board_part="692-2G520-0282-000", gpu_part="2335-895-A1", remap_banks=3072, pcie_gen=5,
         pcie_width=16,
         clocks=Clocks(idle_graphics=345, memory=3201, idle_video=765, max_graphics=1980, max_video=1545)),
-    # Not recorded here: published board power (TDP) only; everything else prints N/A.
+    # Not recorded here: published board power (TDP); the rest is estimated in ``facts`` or prints N/A.
     "A100-SXM4-40GB": ModelFacts(power_limit_w=400),
     "A100-SXM4-80GB": ModelFacts(power_limit_w=400),
     "A30-24GB": ModelFacts(power_limit_w=165),
     "L40S": ModelFacts(power_limit_w=350),
     "T4": ModelFacts(power_limit_w=70),
 })
+# Readings of an idle GPU for models nobody recorded: the recorded H100/H200 idled near 35 C, at a tenth of their
+# power limit, with 0.4-0.6 % of memory reserved by the driver. Estimates, so that a learner sees numbers where a
+# real GPU prints numbers; no recorded output checks them.
+_IDLE_TEMP_C = 35
+_IDLE_POWER_SHARE = 0.1
+_RESERVED_SHARE = 0.006
 
 
 def facts(model: catalog.GpuModel) -> ModelFacts:
-    """The recorded facts of ``model``; a model with no entry reports only what the catalog knows."""
-    return _FACTS.get(model.key, ModelFacts())
+    """The recorded facts of ``model``, idle readings and reserved memory estimated where none were recorded."""
+    known = _FACTS.get(model.key, ModelFacts())
+    if known.free_idle_mib is not None:
+        return known
+    reserved = round(model.memory_mib * _RESERVED_SHARE)
+    power = None if known.power_limit_w is None else round(known.power_limit_w * _IDLE_POWER_SHARE, 2)
+    return dataclasses.replace(known, idle_temp_c=_IDLE_TEMP_C, idle_power_w=power, reserved_mib=reserved,
+                               free_idle_mib=model.memory_mib - reserved)
 
 
 @dataclass(frozen=True)
