@@ -17,8 +17,9 @@ import nvidia_smi_factories as f
 
 pytestmark = pytest.mark.unit
 
-# Recorded, but not rendered: help texts, XML, and the supported-clocks list.
-NOT_SIMULATED = {"help", "help-exit", "help-query-gpu", "topo-h", "mig-h", "nvlink-h", "q-xml", "q-supported-clocks"}
+# Recorded, but not rendered: help texts (also what topo, mig and nvlink print alone), XML, the supported-clocks list.
+NOT_SIMULATED = {"help", "help-exit", "help-query-gpu", "help-query-apps", "topo", "topo-h", "mig", "mig-h",
+                 "mig-i-only", "nvlink", "nvlink-h", "q-xml", "q-supported-clocks"}
 
 CASES = [pytest.param(machine, name, code, args, id=f"{machine}:{name}")
          for machine in f.MACHINES for name, code, args in f.commands(machine)]  # fmt: skip

@@ -12,7 +12,7 @@ the ``mig/config`` capability they need. The caller handles a container that has
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -53,13 +53,27 @@ def not_recognized(token: str) -> Result:
     return Result(f"ERROR: Option {token} is not recognized. Please run 'nvidia-smi -h'.\n\n", 255)
 
 
+def missing_value(token: str) -> Result:
+    return Result(f"ERROR: Option {token} is missing its value. Please run 'nvidia-smi -h' for help.\n\n", 255)
+
+
+def not_recognized_here(token: str) -> Result:
+    """What ``--query-gpu`` says of an option it does not take (recorded for ``-q``)."""
+    return Result(f"ERROR: Option {token} is not recognized. Please run 'nvidia-smi -h' for help.\n\n", 2)
+
+
+def invalid_combination(option: str, purpose: str) -> Result:
+    return Result(f"Invalid combination of input arguments. Specify -q/--query and {option} to run {purpose}.  "
+                  "Please run 'nvidia-smi -h' for help.\n\n", 2)
+
+
 def not_valid(token: str) -> Result:
     return Result(f"ERROR: Option {token} is not valid for this command. Please run 'nvidia-smi -h' for help.\n\n", 2)
 
 
 def not_simulated(what: str) -> Result:
     return Result(f"gpulab: `nvidia-smi {what}` is not simulated: the lab's GPUs are simulated, and this simulator "
-                  "renders the summary table, -L, --query-gpu, --query-compute-apps, -q [-d], --version, topo -m, "
+                  "renders the summary table, -L, --query-gpu, --query-compute-apps, -q [-d], --version, topo -m/-mp, "
                   "nvlink -s and mig -lgip/-lgipp/-lgi/-lci.\n", NOT_SIMULATED)  # fmt: skip
 
 
@@ -94,7 +108,7 @@ def _parse(args: Sequence[str]) -> _Args | Result:
             return not_recognized(token)
         if takes and "=" not in token:
             if i + 1 >= len(args):
-                return not_recognized(token)
+                return missing_value(token)
             options.append((token, args[i + 1]))
             i += 2
             continue
@@ -115,11 +129,11 @@ def _select(v: view.View, ids: str | None) -> tuple[view.Gpu, ...]:
     return tuple(sorted(chosen, key=lambda g: g.index))
 
 
-def _only(a: _Args, allowed: set[str]) -> Result | None:
+def _only(a: _Args, allowed: set[str], refuse: Callable[[str], Result] = not_valid) -> Result | None:
     """The first option the command does not take, as the real tool reports it."""
     for token, _ in a.options:
         if _canonical(token) not in allowed:
-            return not_valid(token)
+            return refuse(token)
     return None
 
 
@@ -152,6 +166,10 @@ def _top(v: view.View, a: _Args, args: Sequence[str], now: datetime) -> Result:
         return _query(v, a, args, now)
     if a.has("--query"):
         return _details(v, a, args, now)
+    if a.has("--display"):
+        return invalid_combination("-d/--display", "a filtered query")
+    if a.has("--xml-format"):
+        return invalid_combination("-x/--xml-format", "an XML query")
     problem = _only(a, {"--id", "--filename", "--loop", "--loop-ms", "--columns"})
     if problem:
         return problem
@@ -177,7 +195,7 @@ def _simple(v: view.View, name: str, args: Sequence[str]) -> Result:
 
 def _query(v: view.View, a: _Args, args: Sequence[str], now: datetime) -> Result:
     problem = _only(a, {"--query-gpu", "--query-compute-apps", "--format", "--id", "--filename", "--loop",
-                        "--loop-ms"})  # fmt: skip
+                        "--loop-ms"}, not_recognized_here)  # fmt: skip
     if problem:
         return problem
     if a.has("--filename") or a.has("--loop") or a.has("--loop-ms"):
@@ -284,8 +302,8 @@ def _topo(v: view.View, args: Sequence[str]) -> Result:
     names, ids = parsed
     if ids is not None and not {"nearest", "path"} & set(names):
         return Result("The -i command line argument must be used in conjunction with -n or -p.\n\n", 255)
-    if names == ["matrix"]:
-        return Result(topo.matrix(v))
+    if names in (["matrix"], ["pci"]):
+        return Result(topo.matrix(v, pci_only=names == ["pci"]))
     return not_simulated("topo " + " ".join(args))
 
 

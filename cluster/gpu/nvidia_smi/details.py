@@ -2,9 +2,9 @@
 
 The layout is the one recorded with driver 580 on a real H100 and H200; values an idle GPU of another model would
 print but nobody recorded come out as ``N/A``. With ``-d``, only the named groups print (the sample blocks only
-there); the groups are those the real tool accepted and printed (``SUPPORTED_CLOCKS``, ``POWER_SMOOTHING``,
-``POWER_PROFILES`` and ``SUPPORTED_GPU_TARGET_TEMP`` are accepted names whose output was not recorded: ``cli``
-answers them as not simulated). A GPU in MIG mode lacks the real report's per-MIG-device section. Plain data.
+there); the groups are those the real tool accepted and printed, but ``SUPPORTED_CLOCKS`` (each memory clock with
+every graphics clock it allows), which ``cli`` answers as not simulated. A GPU in MIG mode lacks the real report's
+per-MIG-device section (not recorded). Plain data.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from cluster.gpu.nvidia_smi import board, facts, fields, qtemplate, view
 COLUMN = 55  # where ": value" starts
 GROUPS = ("MEMORY", "UTILIZATION", "ECC", "TEMPERATURE", "POWER", "CLOCK", "COMPUTE", "PIDS", "PERFORMANCE",
           "PAGE_RETIREMENT", "ROW_REMAPPER", "ACCOUNTING", "ENCODER_STATS", "FBC_STATS", "VOLTAGE",
-          "GSP_FIRMWARE_VERSION")  # fmt: skip
-UNRECORDED = ("SUPPORTED_CLOCKS", "SUPPORTED_GPU_TARGET_TEMP", "POWER_SMOOTHING", "POWER_PROFILES")
+          "GSP_FIRMWARE_VERSION", "SUPPORTED_GPU_TARGET_TEMP", "POWER_SMOOTHING", "POWER_PROFILES")  # fmt: skip
+UNRECORDED = ("SUPPORTED_CLOCKS",)  # recorded, but its clock list is not simulated
 BAD_DISPLAY = "Failed to parse --display/-d flags\n"
 _KEY = re.compile(r"\{([^}]+)\}")
 

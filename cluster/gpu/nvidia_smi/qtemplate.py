@@ -231,6 +231,9 @@ Temperature  #TEMPERATURE
     GPU Target Temperature = N/A
     Memory Current Temp = {temperature.memory} C
     Memory Max Operating T.Limit Temp = {q.max_operating} C
+Supported GPU_TARGET_TEMP  #SUPPORTED_GPU_TARGET_TEMP!
+    Min = N/A
+    Max = N/A
 GPU Power Readings  #POWER
     Average Power Draw = {power.draw.average} W
     Instantaneous Power Draw = {power.draw.instant} W
@@ -256,8 +259,8 @@ Module Power Readings  #POWER
     Default Power Limit = N/A
     Min Power Limit = N/A
     Max Power Limit = N/A
-Power Smoothing = N/A
-Workload Power Profiles
+Power Smoothing = N/A  #POWER_SMOOTHING
+Workload Power Profiles  #POWER_PROFILES
     Requested Profiles = N/A
     Enforced Profiles = N/A
 Clocks  #CLOCK

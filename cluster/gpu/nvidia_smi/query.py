@@ -18,7 +18,8 @@ from cluster.gpu.nvidia_smi import facts, fields, view
 BAD_FORMAT = "Format modifier is not recognized.\n"
 APP_FIELDS = {"timestamp": ("timestamp", ""), "gpu_name": ("gpu_name", ""), "gpu_bus_id": ("gpu_bus_id", ""),
               "gpu_serial": ("gpu_serial", ""), "gpu_uuid": ("gpu_uuid", ""), "pid": ("pid", ""),
-              "process_name": ("process_name", ""), "used_gpu_memory": ("used_gpu_memory", "MiB"),
+              "process_name": ("process_name", ""), "name": ("process_name", ""),
+              "used_gpu_memory": ("used_gpu_memory", "MiB"),
               "used_memory": ("used_gpu_memory", "MiB")}  # fmt: skip
 
 

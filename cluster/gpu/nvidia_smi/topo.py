@@ -1,4 +1,4 @@
-"""``nvidia-smi topo -m`` and ``nvidia-smi nvlink -s``, from the board's NUMA and NVLink wiring.
+"""``nvidia-smi topo -m`` (and ``-mp``) and ``nvidia-smi nvlink -s``, from the board's NUMA and NVLink wiring.
 
 Format as recorded on driver 580 (``tests/fixtures/nvidia-smi``): tab-separated cells, the header row underlined
 with ANSI escapes even when stdout is not a terminal, a ``GPU NUMA ID`` column after an empty cell, then the legend.
@@ -9,6 +9,7 @@ speed, and nothing for a GPU without NVLink (as the single H100 printed). Plain 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from cluster.gpu.nvidia_smi import board, view
@@ -27,16 +28,17 @@ Legend:
 UNDERLINE, RESET = "\x1b[4m", "\x1b[0m"
 
 
-def matrix(v: view.View) -> str:
-    """The GPUDirect matrix between the container's GPUs, each row with its CPU and NUMA affinity."""
-    b = v.host.board
+def matrix(v: view.View, *, pci_only: bool = False) -> str:
+    """The GPUDirect matrix between the container's GPUs (``-mp``: PCIe paths only, no NVLink), with affinities."""
+    b = dataclasses.replace(v.host.board, nvlink=False) if pci_only else v.host.board
     names = [f"GPU{g.index}" for g in v.gpus]
     lines = ["\t" + UNDERLINE + "\t".join([*names, "CPU Affinity", "NUMA Affinity", "GPU NUMA ID"]) + RESET]
     for gpu in v.gpus:
         numa = b.numa_of(gpu.host_index)
         cells = [b.link(gpu.model, gpu.host_index, other.host_index) for other in v.gpus]
         lines.append("\t".join([f"GPU{gpu.index}", *cells, b.cpu_range(numa), str(numa), "", "N/A"]))
-    return "\n".join(lines) + "\n" + LEGEND
+    legend = LEGEND.replace(LEGEND.splitlines()[-1] + "\n", "") if pci_only else LEGEND
+    return "\n".join(lines) + "\n" + legend
 
 
 def nvlink_status(v: view.View, gpus: Sequence[view.Gpu]) -> str:
