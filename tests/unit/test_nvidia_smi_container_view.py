@@ -13,6 +13,7 @@ import pytest
 
 from cluster import errors, fleet
 from cluster.gpu import catalog, inventory
+from cluster.gpu.nvidia_smi import _details as details
 from cluster.gpu.nvidia_smi import cli, view
 
 pytestmark = pytest.mark.unit
@@ -142,8 +143,6 @@ def test_changes_are_refused_and_unrendered_commands_say_so() -> None:
 
 def test_every_display_group_renders_for_every_model() -> None:
     """-q and each -d group work for models nobody recorded (their unknown figures print N/A) and in MIG mode."""
-    from cluster.gpu.nvidia_smi import details
-
     for key in catalog.MODELS:
         host = make_host(key, 2, layouts={0: [P(catalog.MODELS[key].mig_profiles[0].name, 0, 1)]}
                          if catalog.MODELS[key].mig_capable else None)  # fmt: skip

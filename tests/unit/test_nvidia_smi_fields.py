@@ -10,7 +10,8 @@ from __future__ import annotations
 import nvidia_smi_factories as f
 import pytest
 
-from cluster.gpu.nvidia_smi import fields, query
+from cluster.gpu.nvidia_smi import _fields as fields
+from cluster.gpu.nvidia_smi import _query as query
 
 pytestmark = pytest.mark.unit
 

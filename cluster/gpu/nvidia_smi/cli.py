@@ -16,7 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from cluster.gpu.nvidia_smi import details, migtables, query, table, topo, view
+from cluster.gpu.nvidia_smi import _details as details
+from cluster.gpu.nvidia_smi import _migtables as migtables
+from cluster.gpu.nvidia_smi import _query as query
+from cluster.gpu.nvidia_smi import _table as table
+from cluster.gpu.nvidia_smi import _topo as topo
+from cluster.gpu.nvidia_smi import view
 
 NOT_SIMULATED = 3
 NOT_PERMITTED = 4

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from cluster.gpu import inventory
-from cluster.gpu.nvidia_smi import board, facts, view
+from cluster.gpu.nvidia_smi import _facts as facts
+from cluster.gpu.nvidia_smi import board, view
 
 WIDTH = 89  # between the outer borders
 _GPU_COLS = (41, 24, 22)

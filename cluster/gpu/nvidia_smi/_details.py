@@ -14,7 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from cluster.gpu.nvidia_smi import board, facts, fields, qtemplate, view
+from cluster.gpu.nvidia_smi import _facts as facts
+from cluster.gpu.nvidia_smi import _fields as fields
+from cluster.gpu.nvidia_smi import _qtemplate as qtemplate
+from cluster.gpu.nvidia_smi import board, view
 
 COLUMN = 55  # where ": value" starts
 GROUPS = ("MEMORY", "UTILIZATION", "ECC", "TEMPERATURE", "POWER", "CLOCK", "COMPUTE", "PIDS", "PERFORMANCE",

@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from cluster.gpu.nvidia_smi import facts, fields, view
+from cluster.gpu.nvidia_smi import _facts as facts
+from cluster.gpu.nvidia_smi import _fields as fields
+from cluster.gpu.nvidia_smi import view
 
 BAD_FORMAT = "Format modifier is not recognized.\n"
 APP_FIELDS = {"timestamp": ("timestamp", ""), "gpu_name": ("gpu_name", ""), "gpu_bus_id": ("gpu_bus_id", ""),
