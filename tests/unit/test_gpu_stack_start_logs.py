@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+from prerequisites import require
 
 from cluster import binaries
 from cluster.sim.gpu import manifests, names, operands, startlogs
@@ -45,8 +46,7 @@ def test_every_line_names_its_source_at_a_version() -> None:
 @pytest.mark.parametrize("container,line", PINNED, ids=[f"{c}:{line.text[:30]}" for c, line in PINNED])
 def test_each_line_is_in_the_pinned_upstream_source(container: str, line: startlogs.Line) -> None:
     path, number = _module_file(line.source)
-    if not path.exists():
-        pytest.skip(f"{path} is not in the Go module cache (gpulab binaries ensure downloads it)")
+    require(path.exists(), f"{path} is not in the Go module cache (gpulab binaries ensure downloads it)")
     text = path.read_text()
     if number is not None:
         source_line = text.splitlines()[number - 1]
