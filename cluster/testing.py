@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cluster import errors, settings
+from cluster import errors, ops, settings
 from cluster.backends.local import LocalBackend
 from cluster.kube.client import Client
 
@@ -60,6 +60,16 @@ class LocalCluster:
             c.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         self._namespaces.append(name)
         return name
+
+    def remove_tenant(self, namespace: str) -> None:
+        """Undo ``LocalBackend.tenant_kubeconfig(namespace)``: the tenant's namespace and its node-reader binding."""
+        with self.client() as admin:
+            for path in (f"/api/v1/namespaces/{namespace}",
+                         f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{ops.NODE_READER}:{namespace}"):
+                try:
+                    admin.delete(path)
+                except errors.NotFound:
+                    pass
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.2, what: str = "condition") -> Any:

@@ -45,15 +45,9 @@ def tenants(local_cluster: LocalCluster) -> Iterator[Callable[[], tuple[str, Cli
         return ns, client
 
     yield make
-    with local_cluster.client() as admin:
-        for ns, client in made:
-            client.close()
-            for path in (f"/api/v1/namespaces/{ns}",
-                         f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{ops.NODE_READER}:{ns}"):
-                try:
-                    admin.delete(path)
-                except errors.NotFound:
-                    pass
+    for ns, client in made:
+        client.close()
+        local_cluster.remove_tenant(ns)
 
 
 def forbidden(call: Callable[[], Any]) -> None:

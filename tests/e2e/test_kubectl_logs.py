@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from cluster import binaries, errors, ops, pki as pki_mod
+from cluster import binaries, pki as pki_mod
 from cluster.kube.client import Client
 from cluster.sim.kubelet import logstore
 from cluster.testing import LocalCluster, wait_for
@@ -131,13 +131,7 @@ def test_follow_streams_a_new_line(local_cluster: LocalCluster, namespace: str) 
 def tenant(local_cluster: LocalCluster) -> Iterator[tuple[str, Path]]:
     ns = f"logs-{uuid.uuid4().hex[:6]}"
     yield ns, local_cluster.backend.tenant_kubeconfig(ns)
-    with local_cluster.client() as admin:
-        for path in (f"/api/v1/namespaces/{ns}",
-                     f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{ops.NODE_READER}:{ns}"):
-            try:
-                admin.delete(path)
-            except errors.NotFound:
-                pass
+    local_cluster.remove_tenant(ns)
 
 
 def test_a_tenant_reads_logs_in_its_namespace_and_is_forbidden_elsewhere(
