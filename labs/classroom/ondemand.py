@@ -3,10 +3,11 @@ spawner) the first lab step that needs a cluster brings the learner's own local 
 (``~/.local/state/gpulab``), and ``singleuser`` stops it when the server stops. Outside class mode nothing here
 runs: a missing cluster stays an error that says ``gpulab up``.
 
-With ``GPULAB_CLUSTER_AT_LOGIN=1`` (the class's default) ``singleuser`` calls ``ensure`` in a thread as the
-server starts, so the bring-up (about 4 s on a quiet machine) overlaps the server's and the kernel's start
-instead of following them. A lab started meanwhile calls ``ensure`` too: ``LocalBackend.up`` holds the state
-folder's lock (``cluster.safefs.locked``), so it waits for that bring-up and finds the cluster up."""
+With ``GPULAB_CLUSTER_AT_LOGIN=1`` (``gpulab class init --cluster-start login``) ``singleuser`` calls ``ensure``
+in a thread as the server starts, so the bring-up (about 4 s on a quiet machine) overlaps the server's and the
+kernel's start instead of following them. A lab started meanwhile calls ``ensure`` too, which looks at the cluster
+only under the state folder's lock (``cluster.safefs.locked``, held by ``LocalBackend.up`` until every node is
+registered): it waits for that bring-up and finds the cluster up."""
 
 from __future__ import annotations
 
@@ -55,7 +56,11 @@ def ensure() -> None:
     from cluster.backends.local import LocalBackend
 
     assert isinstance(backend, LocalBackend)
-    if backend.exists() and all(c.running for c in backend.components()):
-        return
-    log.info("class mode: starting your lab cluster in %s", backend.dir)
-    backend.up(None if backend.exists() else fleet_mod.load(FLEET), LogProgress())
+    # Under the state folder's lock: a bring-up at login (``singleuser``'s thread) runs its processes before its
+    # nodes register, so "every component runs" is not "up" until that bring-up lets go of the lock.
+    with backend.writing(), backend.locked("gpulab lab (starting your lab cluster)"):
+        if backend.exists() and all(c.running for c in backend.components()):
+            return
+        log.info("class mode: starting your lab cluster in %s", backend.dir)
+        backend.up(None if backend.exists() else fleet_mod.load(FLEET), LogProgress())
+

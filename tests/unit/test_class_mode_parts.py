@@ -132,3 +132,51 @@ def test_the_cluster_starts_at_login_only_in_class_mode_when_asked_and_only_for_
     monkeypatch.setattr(grp, "getgrnam", lambda name: grp.struct_group(("gpulab-learners", "x", 4242, [])))
     if me.pw_gid != 4242:
         assert not ondemand.at_login()  # the instructor's server
+
+
+def test_a_lab_waits_for_a_bring_up_at_login_that_is_still_registering_nodes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CI, stop 31: with ``--cluster-start login`` the learner's kernel found every process of the cluster running
+    while ``singleuser``'s bring-up was still registering nodes, and ``labs.start`` read a node that did not exist
+    yet (404). ``ensure`` must look at the cluster only once that bring-up lets go of the state folder's lock."""
+    import threading
+    import time
+
+    from cluster import backends, safefs, settings
+    from cluster.backends.base import ComponentStatus
+    from cluster.backends.local import LocalBackend
+    from labs.classroom import ondemand
+
+    state = tmp_path / "state"
+    ups: list[object] = []
+    monkeypatch.setattr(LocalBackend, "exists", lambda self: True)
+    monkeypatch.setattr(LocalBackend, "components",
+                        lambda self: [ComponentStatus(name, True, 1) for name in ("etcd", "kube-apiserver")])
+    monkeypatch.setattr(LocalBackend, "up", lambda self, fl, prog, **kw: ups.append(fl))
+    with settings.overridden(state_dir=state, cluster_on_demand=True):
+        backend = backends.current()
+        assert isinstance(backend, LocalBackend)
+        backend.claim()
+        holding, release = threading.Event(), threading.Event()
+
+        def bring_up() -> None:  # singleuser's thread: processes running, nodes not registered yet
+            with safefs.locked(backend.dir, what="gpulab up"):
+                holding.set()
+                release.wait(10)
+
+        other = threading.Thread(target=bring_up)
+        other.start()
+        assert holding.wait(10)
+        released_at: list[float] = []
+
+        def finish() -> None:
+            time.sleep(0.5)
+            released_at.append(time.monotonic())
+            release.set()
+
+        threading.Thread(target=finish).start()
+        ondemand.ensure()
+        returned = time.monotonic()
+        other.join(10)
+    assert released_at and returned >= released_at[0], "ensure returned while the bring-up still held the lock"
+    assert ups == []  # the cluster it then found up is not started a second time
