@@ -70,7 +70,30 @@ def protected(package: Path = PACKAGE) -> list[Path]:
     top = checkout(package)
     if top is not None:
         out += [top / rel for rel in CHECKOUT_PATHS if os.path.lexists(top / rel)]
+        out += [d for d in git_dirs(top) if d not in out]
     return out
+
+
+def git_dirs(top: Path) -> list[Path]:
+    """Where the checkout's git history lives: ``.git`` itself, or for a linked worktree (``git worktree add``,
+    whose ``.git`` is a file saying ``gitdir: …``) that worktree's folder and the main repository's git folder it
+    names in ``commondir``, which hold the history outside the checkout."""
+    dot = top / ".git"
+    if dot.is_symlink() or not dot.is_file():
+        return [dot] if dot.is_dir() and not dot.is_symlink() else []
+    try:
+        line = dot.read_text(errors="replace").strip()
+    except OSError:
+        return []
+    if not line.startswith("gitdir:"):
+        return []
+    own = (top / line.removeprefix("gitdir:").strip()).resolve()
+    found = [own] if own.is_dir() else []
+    try:
+        common = (own / (own / "commondir").read_text(errors="replace").strip()).resolve()
+    except OSError:
+        return found
+    return found + ([common] if common.is_dir() and common not in found else [])
 
 
 def _restrict(path: Path, gid: int) -> None:

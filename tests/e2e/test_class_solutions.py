@@ -19,7 +19,7 @@ from prerequisites import require
 from class_hub import prerequisites
 
 from labs import catalog
-from labs.classroom import accounts, runtime, trial
+from labs.classroom import accounts, runtime, solutions, trial
 
 pytestmark = [pytest.mark.timeout(300)]
 
@@ -31,7 +31,7 @@ SECRETS = {
     "a lab's solution": LAB_DIR / "solution" / "big-train.yaml",
     "a solved evidence bundle": (CHECKOUT or Path("/")) / "tests/fixtures/labs/bundles/01-device-plugins.solved.json",
     "the nbgrader demo's mistakes": (CHECKOUT or Path("/")) / "course/nbgrader/demo/mistakes.yaml",
-    "the git history": (CHECKOUT or Path("/")) / ".git/HEAD",
+    "the git history": (solutions.git_dirs(CHECKOUT)[-1] if CHECKOUT else Path("/.git")) / "HEAD",
 }
 
 

@@ -116,3 +116,23 @@ def test_the_python_api_refuses_a_learner_before_anything_runs(tmp_path: Path,
     with pytest.raises(errors.CourseError, match=r"^lab\.solve\(\) is refused: in class mode"):
         runtime.Lab(catalog.get("01-device-plugins"), tmp_path).solve()
     assert not list(tmp_path.iterdir())  # nothing was written
+
+
+def test_a_linked_worktrees_history_outside_the_checkout_is_protected(tmp_path: Path) -> None:
+    """A checkout made with ``git worktree add`` has a ``.git`` file; the history it points at (the worktree's git
+    folder and the main repository's) is outside the checkout and must be withheld as well."""
+    import subprocess
+
+    main, linked = tmp_path / "main", tmp_path / "linked"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@localhost", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+    _checkout(main)
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "x"], ["worktree", "add", "-q", str(linked)]):
+        subprocess.run(["git", "-C", str(main), *argv], check=True, env=env, capture_output=True)
+    assert solutions.git_dirs(main) == [main / ".git"]
+    found = solutions.git_dirs(linked)
+    assert (linked / ".git").is_file() and (main / ".git").resolve() in found
+    assert any(d.parent.name == "worktrees" for d in found)
+    assert set(found) <= set(solutions.protected(linked / "labs"))
+    (linked / ".git").write_text("not a gitdir line\n")
+    assert solutions.git_dirs(linked) == []
