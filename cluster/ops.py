@@ -42,6 +42,8 @@ _TENANT_RULES: list[dict[str, Any]] = [
     {"apiGroups": [""], "resources": ["pods", "pods/log", "configmaps", "services", "persistentvolumeclaims",
                                       "serviceaccounts"],
      "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]},
+    # ``kubectl exec`` into the tenant's own pods (a WebSocket exec is authorized as get, and as create too).
+    {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["get", "create"]},
     # The quota and the limits are the admin's: a tenant reads them and cannot change or delete them.
     {"apiGroups": [""], "resources": ["events", "resourcequotas", "limitranges", "pods/status"],
      "verbs": ["get", "list", "watch"]},

@@ -5,7 +5,8 @@ those to the client modules, and a kubelet's endpoint needs only a little of HTT
 connection (every reply says ``Connection: close``; Go's transport in the API server opens another), a request
 body is never read, and a reply is either whole (``Content-Length``) or streamed in chunks, each sent as soon as
 it is produced (``Transfer-Encoding: chunked``), which is what following a container's log needs. A stream ends
-when its producer does or when the client goes away.
+when its producer does or when the client goes away. Or the reply switches protocols (101, ``Reply.upgrade``):
+then the connection belongs to the handler's callable (WebSocket, ``cluster.kube.websocket``, for ``exec``).
 
 TLS only, with client certificates as a kubelet takes them: a certificate is asked for but not required, and one
 the client CA did not sign fails the handshake. Without a certificate the request still reaches the handler with
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 MAX_HEAD = 64 * 1024  # request line and headers; a kubelet allows 1 MiB, the API server sends a few hundred bytes
 HANDSHAKE_SECONDS = 10.0
 READ_SECONDS = 30.0
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+_REASONS = {101: "Switching Protocols", 200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
             405: "Method Not Allowed", 422: "Unprocessable Entity", 500: "Internal Server Error"}
 
 
@@ -66,6 +67,9 @@ class Reply:
     headers: tuple[tuple[str, str], ...] = ()
     # A streamed body: each item is sent as one chunk when produced. The iterator is closed when the client leaves.
     stream: AsyncIterator[bytes] | None = field(default=None, compare=False)
+    # A protocol switch (status 101): after the head (``headers`` only), the connection is the callable's.
+    upgrade: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]] | None = \
+        field(default=None, compare=False)
 
 
 Handler = Callable[[Request], Awaitable[Reply]]
@@ -125,13 +129,14 @@ def parse_head(head: bytes) -> tuple[str, str, dict[str, tuple[str, ...]], dict[
     if not version.startswith("HTTP/1.") or not target.startswith("/"):
         return None
     raw_path, _, raw_query = target.partition("?")
-    headers = {}
+    headers: dict[str, str] = {}
     for line in lines:
         if line:
             name, sep, value = line.partition(":")
             if not sep:
                 return None
-            headers[name.strip().lower()] = value.strip()
+            key = name.strip().lower()  # a header sent twice is one comma-separated list (RFC 9110 5.3)
+            headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
     query = {k: tuple(v) for k, v in parse_qs(raw_query, keep_blank_values=True).items()}
     return method, unquote(raw_path), query, headers
 
@@ -155,7 +160,12 @@ async def _serve_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
     except Exception:  # a bug in one handler answers 500 and does not stop the server
         log.exception("handler for %s %s failed", method, path)
         reply = Reply(500, b"internal error")
-    if reply.stream is None:
+    if reply.upgrade is not None and reply.status == 101:
+        lines = ["HTTP/1.1 101 Switching Protocols", *(f"{k}: {v}" for k, v in reply.headers)]
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        await writer.drain()
+        await reply.upgrade(reader, writer)
+    elif reply.stream is None:
         await _write_whole(writer, reply)
     else:
         await _write_stream(reader, writer, reply, reply.stream)

@@ -52,7 +52,8 @@ async def _main(args: argparse.Namespace) -> None:
     running = [nodes.keep_ready(), pods.run(), gpus.run()]
     if logs is not None and args.kubelet_pki and args.client_ca:
         kubelets = server.KubeletServer(pods.pod_informer.cache, logs, port=args.kubelet_port,
-                                        pki_dir=Path(args.kubelet_pki), client_ca=Path(args.client_ca))
+                                        pki_dir=Path(args.kubelet_pki), client_ca=Path(args.client_ca),
+                                        nodes=pods.node_informer.cache, devices=pods.devices)
         running.append(kubelets.run(nodes_mod.plan_addresses(fl)))
     await asyncio.gather(*running)
 

@@ -2,10 +2,10 @@
 
 It renews each node's Lease in ``kube-node-lease`` and re-posts ``Ready=True`` when the node lifecycle
 controller marked a node Unknown while the heartbeat is on. Like a kubelet, which reports its addresses and port
-in every status update, it corrects a registered node's addresses and kubelet port when they differ from the
-fleet's plan (a node registered by an older gpulab, or a cluster whose kubelet port moved). A node annotated
-``gpulab.dev/heartbeat=stopped`` gets no renewals, so the real node lifecycle controller turns it NotReady and
-taints it. Run as ``python -m cluster.sim.node_agent --kubeconfig K --fleet F``; it must not decide placement or
+in every status update, it corrects a registered node's addresses, kubelet port and declared features when they
+differ from the fleet's plan (a node registered by an older gpulab, or a cluster whose kubelet port moved). A node
+annotated ``gpulab.dev/heartbeat=stopped`` gets no renewals, so the real node lifecycle controller turns it NotReady
+and taints it. Run as ``python -m cluster.sim.node_agent --kubeconfig K --fleet F``; it must not decide placement or
 touch pods.
 """
 
@@ -21,6 +21,7 @@ from cluster import errors, fleet as fleet_mod
 from cluster.kube.client import AsyncClient, STRATEGIC_PATCH
 from cluster.sim import informer, nodes
 
+_REPORTED = ("addresses", "daemonEndpoints", "declaredFeatures")  # what a kubelet posts in each status update
 log = logging.getLogger("gpulab.node-agent")
 
 LEASE_NS = "kube-node-lease"
@@ -76,10 +77,10 @@ class NodeAgent:
         """Post the planned addresses and kubelet port of registered nodes that show others."""
         found = {n["metadata"]["name"]: n.get("status", {}) for n in listed}
         stale = [w for w in wanted if w["metadata"]["name"] in found and any(
-            found[w["metadata"]["name"]].get(k) != w["status"][k] for k in ("addresses", "daemonEndpoints"))]
+            found[w["metadata"]["name"]].get(k) != w["status"][k] for k in _REPORTED)]
 
         async def correct(node: dict[str, Any]) -> None:
-            body = {"status": {k: node["status"][k] for k in ("addresses", "daemonEndpoints")}}
+            body = {"status": {k: node["status"][k] for k in _REPORTED}}
             async with self._sem:
                 try:
                     # A merge patch replaces the address list whole (a strategic one would keep a stale address
@@ -90,7 +91,7 @@ class NodeAgent:
 
         await asyncio.gather(*(correct(n) for n in stale))
         if stale:
-            log.info("corrected the addresses and kubelet port of %d nodes", len(stale))
+            log.info("corrected the addresses, kubelet port and declared features of %d nodes", len(stale))
 
     async def on_node(self, event: str, node: dict[str, Any]) -> None:
         name = node["metadata"]["name"]

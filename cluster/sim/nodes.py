@@ -76,6 +76,14 @@ def addresses(ip: str, name: str) -> list[dict[str, str]]:
     return [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}]
 
 
+# What a 1.36 kubelet with its default feature gates declares in ``Node.status.declaredFeatures`` (the
+# ``component-helpers/nodedeclaredfeatures`` registry: each feature whose gate is on, beta and on by default in
+# 1.36; ``UserNamespacesHostNetworkSupport`` is alpha). ``ExtendWebSocketsToKubelet`` is what makes the API server
+# hand a WebSocket ``kubectl exec`` straight to the node's kubelet endpoint (``cluster.sim.kubelet``).
+DECLARED_FEATURES = ("ExtendWebSocketsToKubelet", "InPlacePodLevelResourcesVerticalScaling",
+                     "InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits")
+
+
 def daemon_endpoints(kubelet_port: int) -> dict[str, Any]:
     return {"kubeletEndpoint": {"Port": kubelet_port}}
 
@@ -114,6 +122,7 @@ def build_node(pool: fleet_mod.NodePool, name: str, index: int,
             "conditions": ready_conditions(),
             "addresses": addresses(node_ip(index), name),
             "daemonEndpoints": daemon_endpoints(kubelet_port),
+            "declaredFeatures": list(DECLARED_FEATURES),
             "nodeInfo": {
                 "machineID": machine,
                 "systemUUID": str(uuid.uuid5(uuid.NAMESPACE_DNS, name)),

@@ -1,8 +1,8 @@
 """``kubectl logs`` works on the local backend: the API server reaches each simulated node's kubelet endpoint on the
 node's loopback InternalIP (verified against the cluster CA), and the endpoint serves the containers' logs with the
 kubelet's options (``--tail``, ``--since``, ``--timestamps``, ``-c``, ``--previous`` after a restart, ``-f``), to the
-API server only; RBAC on ``pods/log`` decides who may ask, and ``kubectl exec`` is refused as a kubelet with
-debugging handlers off refuses it. The GPU stack's containers start their logs with their programs' own lines."""
+API server only; RBAC on ``pods/log`` decides who may ask (``kubectl exec``: test_kubectl_exec.py). The GPU
+stack's containers start their logs with their programs' own lines."""
 
 from __future__ import annotations
 
@@ -183,15 +183,6 @@ def test_the_kubelet_endpoint_refuses_every_client_but_the_api_server(local_clus
         403, "Forbidden (user=gpulab-admin, verb=get, resource=nodes, subresource(s)=[healthz proxy])\n")
     apiserver = (pki.client_cert("apiserver-kubelet-client"), pki.client_key("apiserver-kubelet-client"))
     assert _kubelet_get(url, pki.ca_cert, apiserver) == (200, "ok")
-
-
-def test_exec_is_refused_as_by_a_kubelet_without_debugging_handlers(local_cluster: LocalCluster,
-                                                                     namespace: str) -> None:
-    with local_cluster.client() as c:
-        c.create(f"/api/v1/namespaces/{namespace}/pods", _pod("no-shell"))
-        _running(c, namespace, "no-shell")
-    refused = local_cluster.kubectl("exec", "-n", namespace, "no-shell", "--", "ls", check=False)
-    assert refused.returncode != 0 and "Debug endpoints are disabled." in refused.stderr, refused.stderr
 
 
 def test_the_device_plugins_log_starts_with_the_plugins_own_lines(local_cluster: LocalCluster,

@@ -1,7 +1,8 @@
 """A simulated node's kubelet endpoint answers as a kubelet would, on the node's own loopback address and over TLS
 with the node's serving certificate: only the API server's client certificate gets in (401 and 403 otherwise, in
 the kubelet's words), logs come with the kubelet's checks and messages, a follow streams new lines and ends when the
-container stops, and exec, attach and port-forward are refused as by a kubelet with debugging handlers off."""
+container stops, and attach and port-forward are refused as by a kubelet with debugging handlers off (exec:
+tests/unit/test_kubelet_exec.py)."""
 
 from __future__ import annotations
 
@@ -140,7 +141,7 @@ def test_the_serving_certificate_names_the_node_and_its_address(node: Node) -> N
     assert ("IP Address", IP) in cert["subjectAltName"] and ("DNS", NODE) in cert["subjectAltName"]
 
 
-@pytest.mark.parametrize("path", ["/exec/lab-01/render/main?command=ls", "/attach/lab-01/render/main",
+@pytest.mark.parametrize("path", ["/attach/lab-01/render/main",
                                   "/portForward/lab-01/render", "/run/lab-01/render/main"])
 def test_streaming_endpoints_are_refused_as_with_debugging_handlers_off(node: Node, path: str) -> None:
     assert _run(node, lambda: node.get(path)) == (405, b"Debug endpoints are disabled.\n")

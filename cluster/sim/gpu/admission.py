@@ -224,3 +224,33 @@ async def admit(pod: Mapping[str, Any], ctx: admission.Context) -> admission.Dec
     record = _record(result)
     env = {k: v for c in json.loads(record[names.POD_ENV]).values() for k, v in c.items()}
     return admission.Decision(annotations=record, env=env)
+
+
+def visible_devices(pod: Mapping[str, Any], container: str, node: Mapping[str, Any],
+                    entries: Sequence[Any]) -> str | None:
+    """The ``NVIDIA_VISIBLE_DEVICES`` a container runs with: the devices the kubelet's checkpoint gave it (as the
+    plugin's ``Allocate`` named them: UUIDs, a replica by its GPU's), else a literal value in the container's own
+    spec (``all`` there shows every GPU of the node, a known hole when the NVIDIA runtime is the default), else
+    None (nothing injected). ``entries``: the pod's ``checkpoint.Entry`` records; pod annotations are never read."""
+    resources, _, _ = registry(node)
+    uuids: list[str] = []
+    dra_uuids: dict[str, str] | None = None
+    for entry in entries:
+        if entry.container != container:
+            continue
+        if entry.resource.startswith(CLAIM_PREFIX):
+            if dra_uuids is None:
+                inv = hoststate.inventory_of(node)
+                dra_uuids = dra.uuids_by_device(inv) if inv else {}
+            uuids += [dra_uuids.get(d, "") for d in entry.device_ids]
+            continue
+        by_id = {d.id: d.uuid for d in resources.get(entry.resource, [])}
+        uuids += [by_id.get(d) or d.split("::")[0] for d in entry.device_ids]
+    if any(uuids):
+        return ",".join(dict.fromkeys(u for u in uuids if u))
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        if c.get("name") == container:
+            for var in c.get("env") or []:
+                if var.get("name") == "NVIDIA_VISIBLE_DEVICES" and isinstance(var.get("value"), str):
+                    return str(var["value"])
+    return None

@@ -9,32 +9,43 @@ authentication: a client certificate the cluster CA did not sign fails the hands
 server (a SubjectAccessReview for ``nodes/proxy``); here the API server is the only caller there is, so the answer
 is fixed, with the kubelet's 403 wording for anyone else.
 
-Served: ``/healthz`` and ``GET /containerLogs/{namespace}/{pod}/{container}`` with the kubelet's query parameters
-and messages (``logquery``), read from ``logstore`` and, with ``follow``, followed until the container stops.
-``/exec``, ``/attach``, ``/portForward`` and ``/run`` are refused as a kubelet with debugging handlers turned
-off refuses them (405 ``Debug endpoints are disabled.``); a handler for one is added by putting it in ``routes``.
-Pods are looked up in the pod agent's informer cache, as a kubelet looks in its own pod manager.
+Served: ``/healthz``; ``GET /containerLogs/{namespace}/{pod}/{container}`` with the kubelet's query parameters
+and messages (``logquery``), read from ``logstore`` and, with ``follow``, followed until the container stops;
+``/exec/{namespace}/{pod}/[{uid}/]{container}`` over WebSocket (``remotecommand``), running the command in the
+simulated container (``programs``: ``nvidia-smi`` sees the devices the kubelet's checkpoint gave the container).
+``/attach``, ``/portForward`` and ``/run`` are refused as a kubelet with debugging handlers turned off refuses
+them (405 ``Debug endpoints are disabled.``); a handler for one is added by putting it in ``routes``. Pods and
+nodes are looked up in the pod agent's informer caches, as a kubelet looks in its own pod manager.
+
+An exec asked for over SPDY (clients older than kubectl 1.30 ask for nothing else) gets a 400 saying so: only
+WebSocket is served.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
+from datetime import datetime, timezone
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cluster.kube import httpserver
+from cluster import errors, quantity
+from cluster.gpu.nvidia_smi import view as smi_view
+from cluster.kube import httpserver, websocket
 from cluster.kube.httpserver import Reply, Request
-from cluster.sim.kubelet import logquery, logstore
+from cluster.sim import nodes as nodes_mod
+from cluster.sim.gpu import admission, hoststate, names as gpu_names
+from cluster.sim.kubelet import logquery, logstore, programs, remotecommand
 
 log = logging.getLogger("gpulab.kubelet")
 
 APISERVER_USER = "kube-apiserver-kubelet-client"  # the CN of cluster.pki's apiserver-kubelet-client certificate
 FOLLOW_POLL_SECONDS = 0.2  # a kubelet waits on inotify, and looks at the container at least once a second
-DISABLED = ("/run/", "/exec/", "/attach/", "/portForward/", "/runningpods/", "/debug/pprof/", "/logs/")
+DISABLED = ("/run/", "/attach/", "/portForward/", "/runningpods/", "/debug/pprof/", "/logs/")
 _PLAIN = "text/plain; charset=utf-8"
 _NOSNIFF = (("X-Content-Type-Options", "nosniff"),)
 
@@ -153,13 +164,17 @@ class KubeletServer:
     """Every simulated node's kubelet endpoint, in one process, over one shared pod cache and log store."""
 
     def __init__(self, pods: Mapping[str, dict[str, Any]], store: logstore.LogStore, *, port: int,
-                 pki_dir: Path, client_ca: Path) -> None:
+                 pki_dir: Path, client_ca: Path, nodes: Mapping[str, dict[str, Any]] | None = None,
+                 devices: Any = None) -> None:
         self.pods = pods
+        self.nodes = nodes if nodes is not None else {}
+        self.devices = devices  # the device manager's checkpoint (``cluster.sim.checkpoint``): ``entries(uid)``
         self.store = store
         self.port = port
         self.pki_dir = pki_dir
         self.client_ca = client_ca
-        self.routes: dict[str, Route] = {"/healthz": self.healthz, "/containerLogs/": self.container_logs}
+        self.routes: dict[str, Route] = {"/healthz": self.healthz, "/containerLogs/": self.container_logs,
+                                         "/exec/": self.exec}
         for prefix in DISABLED:
             self.routes[prefix] = self.disabled
         self._servers: list[asyncio.AbstractServer] = []
@@ -278,3 +293,78 @@ class KubeletServer:
                 return
             await asyncio.sleep(FOLLOW_POLL_SECONDS)
 
+
+    # --- exec ---------------------------------------------------------------------------------------------------
+
+    async def exec(self, nreq: NodeRequest) -> Reply:
+        """``getExec``: the pod, the running container, then the WebSocket upgrade (``remotecommand``)."""
+        req = nreq.request
+        parts = req.path.split("/")[2:]
+        if len(parts) not in (3, 4) or not all(parts):
+            return _http_error(404, "404 page not found")
+        if req.method not in ("GET", "POST"):
+            return Reply(405, b"Method Not Allowed", _PLAIN, (("Allow", "GET, POST"),))
+        namespace, pod_name, container = parts[0], parts[1], parts[-1]
+        try:
+            opts = remotecommand.options(req.query)
+        except remotecommand.OptionsError as exc:
+            return _restful_error(400, str(exc))
+        pod = self.pod(nreq.node, namespace, pod_name)
+        if pod is None or (len(parts) == 4 and parts[2] != pod["metadata"].get("uid")):
+            return _restful_error(404, "pod does not exist")
+        cs = _container_status(pod, container)
+        if cs is None or "running" not in (cs.get("state") or {}):
+            return _restful_error(500, f'container not found ("{container}")')
+        headers = req.headers
+        if "websocket" not in headers.get("upgrade", "").lower():
+            return _http_error(400, "unable to upgrade connection: this simulated kubelet serves exec over WebSocket "
+                                    "only (kubectl 1.30 or newer), not SPDY")
+        if headers.get("sec-websocket-version", "") != "13" or not websocket.valid_key(
+                headers.get("sec-websocket-key", "")):
+            return Reply(400, b"", _PLAIN)
+        protocol = remotecommand.negotiate(headers.get("sec-websocket-protocol", ""))
+        if protocol is None:
+            return Reply(403, b"", _PLAIN)
+        inside = self.container(nreq.node, pod, container)
+
+        async def run(argv: Any) -> programs.Outcome:
+            return programs.run(list(argv), inside, datetime.now(timezone.utc))
+
+        reply_headers = [("Upgrade", "websocket"), ("Connection", "Upgrade"),
+                         ("Sec-WebSocket-Accept", websocket.accept_key(headers["sec-websocket-key"]))]
+        if protocol:
+            reply_headers.append(("Sec-WebSocket-Protocol", protocol))
+        session = remotecommand.Session(protocol, opts, run)
+        return Reply(101, headers=tuple(reply_headers), upgrade=session.serve)
+
+    def container(self, node_name: str, pod: Mapping[str, Any], container: str) -> programs.Container:
+        """The simulated container: what its ``nvidia-smi`` sees (nothing when the toolkit injected nothing)."""
+        node = self.nodes.get(node_name)
+        inv = hoststate.inventory_of(node) if node else None
+        if node is None or inv is None:
+            return programs.Container(None)
+        meta = pod["metadata"]
+        driver_ds, driver_ctr = gpu_names.OPERANDS["driver"]
+        if meta.get("namespace") == gpu_names.NAMESPACE and container == driver_ctr and \
+                any(o.get("name") == driver_ds for o in meta.get("ownerReferences") or []):
+            visible: str | None = "all"  # the driver container has the driver itself, and every device node
+        else:
+            entries = self.devices.entries(str(meta.get("uid", ""))) if self.devices is not None else ()
+            visible = admission.visible_devices(pod, container, node, entries)
+        if visible is None or visible.strip() in smi_view.NOT_INJECTED:
+            return programs.Container(None)
+        try:
+            cpus = max(1, int(quantity.parse(node.get("status", {}).get("capacity", {}).get("cpu", "1")).value))
+        except quantity.QuantityError:
+            cpus = 1
+        try:
+            hardware = json.loads(hoststate.node_annotations(node).get(nodes_mod.HARDWARE_ANNOTATION, "") or "{}")
+        except ValueError:
+            hardware = {}
+        nvlink = bool(hardware.get("nvlink")) if isinstance(hardware, dict) else False
+        host = smi_view.simulated_host(inv, cpus=cpus, numa_nodes=admission.numa_nodes(node), nvlink=nvlink)
+        try:
+            view = smi_view.container(host, visible)
+        except errors.ConfigError:  # a device the node no longer has (repartitioned since): the tool finds none
+            view = smi_view.container(host, "none")
+        return programs.Container(view, hoststate.faults(node).driver_ok)
