@@ -139,3 +139,23 @@ def test_a_tenant_execs_in_its_own_namespace_only(local_cluster: LocalCluster, n
     theirs = local_cluster.kubectl("exec", "-n", namespace, "theirs", "--", "sh", "-c", "echo hello",
                                    kubeconfig=kubeconfig, check=False)
     assert theirs.returncode != 0 and "(Forbidden)" in theirs.stderr, theirs.stderr
+
+
+def test_nvidia_smi_in_the_gpu_stacks_own_pods(local_cluster: LocalCluster, gpu_operator: Client) -> None:
+    """The device plugin's container has ``NVIDIA_VISIBLE_DEVICES=all`` (the operator's asset), the driver's has
+    the driver itself: both see every GPU of the node. The toolkit's gets nothing injected."""
+    def pod_of(prefix: str) -> str | None:
+        pods = gpu_operator.get("/api/v1/namespaces/gpu-operator/pods", fieldSelector=f"spec.nodeName={H100}")["items"]
+        return next((p["metadata"]["name"] for p in pods if p["metadata"]["name"].startswith(prefix)
+                     and all("running" in s["state"] for s in p.get("status", {}).get("containerStatuses") or [{}])),
+                    None)
+    for prefix, container, gpus in (("nvidia-device-plugin-daemonset", "nvidia-device-plugin", 8),
+                                    ("nvidia-driver-daemonset", "nvidia-driver-ctr", 8),
+                                    ("nvidia-container-toolkit-daemonset", "nvidia-container-toolkit-ctr", 0)):
+        name = wait_for(lambda: pod_of(prefix), 60, what=f"{prefix} running on {H100}")
+        out = local_cluster.kubectl("exec", "-n", "gpu-operator", name, "-c", container, "--", "nvidia-smi", "-L",
+                                    check=False)
+        if gpus:
+            assert out.returncode == 0 and out.stdout.count("GPU ") == gpus, (prefix, out.stdout, out.stderr)
+        else:
+            assert out.returncode == 1 and "executable file not found in $PATH" in out.stderr, (prefix, out.stderr)

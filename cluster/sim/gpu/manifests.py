@@ -55,6 +55,17 @@ def mig_configmap() -> dict[str, Any]:
             "data": {names.MIG_CONFIG_KEY: text}}
 
 
+# The main container's NVIDIA_* variables, as in the GPU Operator's assets (``assets/state-device-plugin``,
+# ``state-container-toolkit``, ``state-driver``, 0500_daemonset.yaml): the plugin sees every GPU; the driver and
+# the toolkit get nothing injected by the NVIDIA runtime (the driver container has the driver itself). They decide
+# what ``kubectl exec … nvidia-smi`` finds there (``cluster.sim.kubelet.programs``).
+OPERAND_ENV: dict[str, tuple[tuple[str, str], ...]] = {
+    "device-plugin": (("NVIDIA_VISIBLE_DEVICES", "all"), ("NVIDIA_DRIVER_CAPABILITIES", "all")),
+    "container-toolkit": (("NVIDIA_VISIBLE_DEVICES", "void"),),
+    "driver": (("NVIDIA_VISIBLE_DEVICES", "void"),),
+}
+
+
 def _container(name: str) -> dict[str, Any]:
     return {"name": name, "image": IMAGE, "imagePullPolicy": "IfNotPresent"}
 
@@ -73,6 +84,9 @@ def daemonset(operand: str) -> dict[str, Any]:
         ds_name, main = names.OPERANDS[operand]
         selector = {names.DEPLOY_PREFIX + operand: "true"}
     containers = [_container(main)] + [_container(s) for s in operands.SIDECARS.get(operand, ())]
+    env = OPERAND_ENV.get(operand)
+    if env:
+        containers[0]["env"] = [{"name": k, "value": v} for k, v in env]
     affinity: dict[str, Any] = {}
     if operand == "device-plugin":  # gpulab's mode rule: DRA nodes get no device plugin (docs/gpu-stack.md)
         term = {"matchExpressions": [{"key": names.DRA_ENABLED, "operator": "NotIn", "values": ["true"]}]}
