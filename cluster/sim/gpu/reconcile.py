@@ -5,7 +5,8 @@ The validator gate lives here: once a node's driver and toolkit validations pass
 ``toolkit-ready`` files the device plugin waits for), the plugin starts and registers after ``VALIDATION_SECONDS``;
 only then does the node get allocatable GPUs. The CUDA and plugin validations gate nothing
 (``OP assets/state-device-plugin/0500_daemonset.yaml``): their failure shows on the validator pod and the
-ClusterPolicy only.
+ClusterPolicy only. The config-manager sidecars' turns (a label change, the config chosen, the signal to the
+plugin) go to their container logs as the real sidecar prints them (``cmlogs``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from cluster import errors
+from cluster.gpu import config_manager
 from cluster.kube.client import APPLY_PATCH, AsyncClient
-from cluster.sim.gpu import devicefile, dra, events, hoststate, migmanager, migrunner, names, nodeplan, operands, world as world_mod
+from cluster.sim.gpu import (cmlogs, devicefile, dra, events, hoststate, migmanager, migrunner, names, nodeplan,
+                             operands, plugin, policy as policy_mod, startlogs, world as world_mod)
 from cluster.sim.gpu.workqueue import WorkQueue
 from cluster.sim.kubelet import logstore
 
@@ -47,6 +50,9 @@ class NodeReconciler:
         self.operand_states: dict[str, dict[str, operands.OperandState]] = {}
         self.slices: dict[str, str] = {}  # node -> JSON of the devices last published
         self.mig = migrunner.MigRunner(client, world, device_checkpoint, logs)
+        self.logs = logs  # the kubelet's container logs (None where gpulab plays no kubelet, as on kind)
+        # node -> (operand -> (pod uid, label, default, ConfigMap)) the config-manager sidecars last acted on
+        self._sidecars: dict[str, dict[str, tuple[str, str | None, str | None, str]]] = {}
         self._generation = int(time.time())
         self.changes = 0  # bumped by every reconcile and operand pod event (the policy status looks at it)
         self._burst: tuple[float, int, int] | None = None  # (start, reconciles, patches) of the current burst
@@ -95,6 +101,7 @@ class NodeReconciler:
             self.operand_states.pop(name, None)
             return
         pol = self.world.policy
+        self._config_manager_turns(name, node, pol)
         plan = nodeplan.plan(node, pol, self.world.configmaps, validated=self._validated(name, node),
                              timestamp=str(int(time.time())), pod_uids=self._config_pods(name))
         await self._apply(name, plan)
@@ -106,6 +113,50 @@ class NodeReconciler:
             return
         decision = migmanager.decide(node, pol, self.world.mig_file(), self._config_pods(name).get("mig-manager"))
         await self.mig.handle(name, decision)
+
+    def _config_manager_turns(self, name: str, node: dict[str, Any], pol: policy_mod.Policy | None) -> None:
+        """Log a turn of each config-manager sidecar on the node whose label, default or ConfigMap it has not yet
+        acted on (``cmlogs``): its first turn in a new pod ("Already configured", the init container chose the
+        file), and each label change after that."""
+        if self.logs is None or pol is None or not pol.device_plugin_config:
+            self._sidecars.pop(name, None)
+            return
+        data = self.world.configmaps.get(pol.device_plugin_config)
+        if data is None:
+            return
+        labels = dict(hoststate.node_labels(node))
+        label, default = cmlogs.label_of(labels), pol.device_plugin_default or None
+        seen = self._sidecars.setdefault(name, {})
+        ann = hoststate.node_annotations(node)
+        for pod in self.world.operator_pods_on(name):
+            operand = operands.operand_of(pod)
+            if operand not in cmlogs.SIGNALLED or pod["metadata"].get("deletionTimestamp"):
+                continue
+            uid = str(pod["metadata"].get("uid", ""))
+            now = (uid, label, default, pol.device_plugin_config)
+            before = seen.get(operand)
+            if before == now or not _running(pod, cmlogs.CONTAINER):
+                continue
+            seen[operand] = now
+            selection = config_manager.select_config(data, label, default, cmlogs.FALLBACKS)
+            key = names.PLUGIN_CONFIG_LOADED if operand == "device-plugin" else names.GFD_CONFIG_LOADED
+            loaded = plugin.Loaded.from_annotation(ann.get(key))
+            # What this pod's plugin runs with: what it loaded, or (a new pod) what its init container just chose.
+            previous = loaded.key if loaded is not None and loaded.pod == uid else selection.name
+            self._write(pod, cmlogs.CONTAINER, cmlogs.label_change(operand, label, default, selection, previous))
+
+    def _write(self, pod: dict[str, Any], container: str, lines: tuple[startlogs.Line, ...]) -> None:
+        if self.logs is None:
+            return
+        meta = pod["metadata"]
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        restart = next((int(cs.get("restartCount", 0)) for cs in statuses if cs.get("name") == container), 0)
+        ref = logstore.ContainerRef(meta["namespace"], meta["name"], meta["uid"], container, restart)
+        try:
+            for line in lines:
+                self.logs.write(ref, startlogs.render(line, time.time_ns()), stream=line.stream)
+        except (OSError, ValueError) as exc:
+            log.warning("could not write the %s log of %s: %s", container, meta["name"], exc)
 
     def _config_pods(self, name: str) -> dict[str, str]:
         """The live device-plugin, GFD and mig-manager pods on the node (a replaced pod reloads its config)."""
@@ -212,3 +263,8 @@ def _advertised(node: dict[str, Any]) -> bool:
     """Whether the node hands out some ``nvidia.com/`` resource now (only a validated node can)."""
     alloc = node.get("status", {}).get("allocatable") or {}
     return any(k.startswith("nvidia.com/") and str(v) not in ("0", "") for k, v in alloc.items())
+
+
+def _running(pod: dict[str, Any], container: str) -> bool:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return any(cs.get("name") == container and "running" in (cs.get("state") or {}) for cs in statuses)
