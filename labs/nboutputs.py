@@ -51,6 +51,7 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?", "<time>"),
     (r"\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b", "<time>"),
     (r"\b\d{4}-\d{2}-\d{2}\b", "<date>"),
+    (r"(?m)^([IWEF])\d{4} <time>", r"\1<mmdd> <time>"),  # klog's header: severity, month and day, then the time
     (r"(?:/tmp|/var/tmp|/private/var)/[^\s'\"<>:]*", "<tmp>"),
     (r"\b(?:127\.0\.0\.1|localhost):\d{2,5}\b", "<loopback>"),
     (r"(?i)\bresourceVersion[\"']?\s*[:=]\s*[\"']?\d+[\"']?", "resourceVersion: <rv>"),

@@ -10,7 +10,8 @@ network, so a DNS lookup is such a packet too. Only IPv6 link-local multicast (t
 multicast-listener messages for the new interface) is counted apart, as noise.
 
 Then it starts a local cluster in a temporary state folder and does what a lab does: bring-up, the GPU Operator,
-a pod, ``kubectl logs`` (plain, ``-f``, a GPU operand's), ``kubectl exec`` (refused), ``gpulab status``, teardown.
+a pod, ``kubectl logs`` (plain, ``-f``, a GPU operand's), ``kubectl exec`` (a shell's echo, ``nvidia-smi -L`` in
+the device plugin's pod), ``gpulab status``, teardown.
 The report (JSON, to the path given) lists every packet caught and what each step saw.
 """
 
@@ -133,7 +134,11 @@ def exercise(report: dict[str, Any]) -> None:
         store = logstore.LogStore(backend.dir / "kubelet" / "pod-logs")
         store.write(logstore.ContainerRef("probe", "p", m["uid"], "main"), "hello from the probe")
         steps["logs"] = cluster.kubectl("logs", "-n", "probe", "p", check=False).stdout
-        steps["exec"] = cluster.kubectl("exec", "-n", "probe", "p", "--", "true", check=False).stderr.strip()
+        ran = cluster.kubectl("exec", "-n", "probe", "p", "--", "sh", "-c", "echo from exec", check=False)
+        steps["exec"] = ran.stdout + ran.stderr.strip()
+        smi = cluster.kubectl("exec", "-n", "gpu-operator", plugin, "-c", "nvidia-device-plugin", "--", "nvidia-smi",
+                              "-L", check=False)
+        steps["nvidia_smi"] = smi.stdout.count("GPU ") if smi.returncode == 0 else smi.stderr.strip()
         steps["plugin_logs"] = cluster.kubectl("logs", "-n", "gpu-operator", plugin, "-c", "nvidia-device-plugin",
                                                check=False).stdout.splitlines()[:2]
         # Follows until the container ends (its 8 s are up), as a kubelet's follow does.
