@@ -194,10 +194,22 @@ def _insufficient_key(facts: dict[str, str]) -> str:
 
 def _failed(pod: Obj, namespace: str, name: str, node: str) -> Explanation:
     reason, message = as_str(dig(pod, "status", "reason")), as_str(dig(pod, "status", "message"))
-    notes = [explain_refusal(reason, message, node)]
+    exited = {} if reason else _exit_fields(pod)  # no kubelet refusal: a container's own exit failed the pod
+    notes = [say("exit/nonzero", namespace=namespace, pod=name, node=node or "-", **exited) if exited
+             else explain_refusal(reason, message, node)]
     summary = say("state/failed", namespace=namespace, pod=name, node=node or "-", reason=reason or "Failed",
                   message=message or "no message")
     return _simple(namespace, name, "failed", "Failed", node, summary, message, notes)
+
+
+def _exit_fields(pod: Obj) -> dict[str, str]:
+    """The first container that ended with a non-zero exit code: its name, code and reason."""
+    for cs in as_list(dig(pod, "status", "containerStatuses")):
+        term = dig(cs, "state", "terminated") or dig(cs, "lastState", "terminated")
+        code = dig(term, "exitCode") if term else None
+        if isinstance(code, int) and code != 0:
+            return {"container": as_str(dig(cs, "name")), "code": str(code), "reason": as_str(dig(term, "reason"))}
+    return {}
 
 
 def explain_refusal(reason: str, message: str, node: str = "-") -> Point:
@@ -208,8 +220,6 @@ def explain_refusal(reason: str, message: str, node: str = "-") -> Point:
         return say("admit/shared-limit", resource=m.group(1), requested=m.group(2))
     if reason.startswith("OutOf"):
         return say("admit/out-of-resource", node=node, resource=reason.removeprefix("OutOf"))
-    if reason == "GPUOutOfMemory":
-        return say("admit/gpu-oom", node=node, message=message)
     return say("admit/other", reason=reason or "Failed", message=message or "no message")
 
 

@@ -181,9 +181,11 @@ CATALOG: Mapping[str, tuple[str, str]] = MappingProxyType({
     "admit/out-of-resource": (_O,
         "When the kubelet on {node} admitted the pod, the node no longer had {resource} to give: the device plugin "
         "stopped advertising it after the pod was scheduled."),
-    "admit/gpu-oom": (_SH,
-        "The pod ran out of GPU memory on {node}: GPUs shared by time-slicing have no memory isolation, so the "
-        "pods on one GPU together asked for more memory than it has. {message}"),
+    "exit/nonzero": (_OP,
+        "Container {container} ended with exit code {code} ({reason}) on {node}: the node admitted the pod and the "
+        "program itself failed. Its log says why: `kubectl logs -n {namespace} {pod} -c {container}` (add "
+        "`--previous` once it has restarted). On a GPU shared by time-slicing, `CUDA error: out of memory` there "
+        "means the pods on that GPU together asked for more memory than it has: time-slicing isolates no memory."),
     "admit/other": (_OP,
         "The node refused the pod ({reason}): {message}"),
     "quota/exceeded": (_S,

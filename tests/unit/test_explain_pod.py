@@ -172,19 +172,23 @@ def test_node_affinity_terms_and_match_fields() -> None:
 def test_states_other_than_pending() -> None:
     pods = [make_pod("run", node="t4-0", phase="Running"), make_pod("done", node="t4-0", phase="Succeeded"),
             make_pod("gated"), make_pod("starting", node="t4-0"),
-            make_pod("oom", node="t4-0", phase="Failed", reason="GPUOutOfMemory", message="CUDA error: out of memory"),
+            make_pod("oom", node="t4-0", phase="Failed"),
             make_pod("out", node="t4-0", phase="Failed", reason="OutOfnvidia.com/gpu", message="Node didn't have enough resource"),
             make_pod("busy", node="t4-0", phase="Failed", reason="UnexpectedAdmissionError",
                      message="Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. "
                              "Requested: 2, Available: 1, which is unexpected")]
     pods[2]["spec"]["schedulingGates"] = [{"name": "example.com/quota-check"}]
     pods[3]["status"]["containerStatuses"] = [{"name": "cuda", "state": {"waiting": {"reason": "ContainerCreating"}}}]
+    pods[4]["status"]["containerStatuses"] = [{"name": "cuda", "state": {"terminated": {"exitCode": 1,
+                                                                                      "reason": "Error"}}}]
     view = view_of(bundle_data(nodes=starter_nodes(), pods=pods))
     states = {p["metadata"]["name"]: explain.explain_pod(view, "lab", p["metadata"]["name"]) for p in pods}
     assert states["run"].state == "running" and "pool t4" in states["run"].summary.text
     assert states["done"].state == "succeeded"
     assert states["gated"].state == "gated" and "example.com/quota-check" in states["gated"].summary.text
     assert states["starting"].state == "starting" and "ContainerCreating" in states["starting"].summary.text
-    assert states["oom"].notes[0].section == "sharing" and "no memory isolation" in states["oom"].notes[0].text
+    oom = states["oom"].notes[0]
+    assert oom.section == "operations" and "Container cuda ended with exit code 1 (Error)" in oom.text
+    assert "kubectl logs -n lab oom -c cuda" in oom.text and "time-slicing isolates no memory" in oom.text
     assert states["out"].notes[0].section == "gpu-operator"
     assert "for 2 nvidia.com/gpu, only 1 were free" in states["busy"].notes[0].text

@@ -92,14 +92,21 @@ def test_series_carry_dcgm_labels_and_combined_use() -> None:
 
 
 def test_oom_status_depends_on_restart_policy() -> None:
-    """docs GPU memory: restartPolicy Never -> Failed; Always -> CrashLoopBackOff with the CUDA error."""
+    """docs GPU memory: the process exits 1 (reason Error). restartPolicy Never -> Failed, with no pod reason (no
+    real component writes one); Always -> CrashLoopBackOff. A termination message only when the container's policy
+    falls back to its log."""
     pod = {"metadata": {"name": "p"}, "spec": {"restartPolicy": "Never"},
            "status": {"containerStatuses": [{"name": "main", "restartCount": 0, "state": {"running": {}}}]}}
-    st = dcgm_exporter.oom_status(pod, "main", "CUDA error: out of memory")
-    assert st["phase"] == "Failed" and st["containerStatuses"][0]["state"]["terminated"]["message"].startswith("CUDA")
+    st = dcgm_exporter.oom_status(pod, "main", "")
+    terminated = st["containerStatuses"][0]["state"]["terminated"]
+    assert st["phase"] == "Failed" and "reason" not in st and "message" not in st
+    assert terminated["exitCode"] == 1 and terminated["reason"] == "Error" and "message" not in terminated
+    st = dcgm_exporter.oom_status(pod, "main", dcgm.OOM_LOG_LINE)
+    assert st["containerStatuses"][0]["state"]["terminated"]["message"] == "CUDA error: out of memory"
     pod["spec"]["restartPolicy"] = "Always"
-    st = dcgm_exporter.oom_status(pod, "main", "CUDA error: out of memory")
+    st = dcgm_exporter.oom_status(pod, "main", "")
     assert "phase" not in st and st["containerStatuses"][0]["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+    assert st["containerStatuses"][0]["lastState"]["terminated"]["reason"] == "Error"
 
 
 def test_pod_load_and_devices_from_annotations() -> None:

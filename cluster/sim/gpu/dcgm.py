@@ -166,6 +166,7 @@ def series(s: Sample) -> list[tuple[str, dict[str, str], float]]:
     return rows
 
 
-def oom_message(device: Device, claim: Claim, used_by_others: int) -> str:
-    return (f"CUDA error: out of memory (simulated: {claim.pod} asked for {claim.mem_mib} MiB on {device.device_uuid}, "
-            f"which has {device.total_mib} MiB with {used_by_others} MiB already used by other pods)")
+# What the process whose allocation did not fit prints before it exits 1: the CUDA runtime's error string for
+# cudaErrorMemoryAllocation ("out of memory", cudaGetErrorString), in the form CUDA programs and PyTorch's c10
+# error check print it. The exporter writes nothing else: no Event, no pod reason (a real DCGM exporter only reads).
+OOM_LOG_LINE = "CUDA error: out of memory"

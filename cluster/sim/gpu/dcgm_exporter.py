@@ -1,8 +1,11 @@
-"""The simulated DCGM exporter: a Prometheus text endpoint on 127.0.0.1 and the GPU-memory referee.
+"""The simulated DCGM exporter: a Prometheus text endpoint on 127.0.0.1, and the GPU-memory referee.
 
 Every ``INTERVAL`` seconds it samples each GPU (or MIG device) of the nodes where the exporter runs from the
-loads the pods there declare, publishes the samples, and fails the pod that ran a shared GPU out of memory
-(``dcgm.admitted``). Its URL is kept in the ``gpulab-dcgm-exporter`` ConfigMap of the operator namespace.
+loads the pods there declare and publishes the samples. Its URL is kept in the ``gpulab-dcgm-exporter`` ConfigMap
+of the operator namespace. The referee is not the exporter's job on a real cluster but the GPU's: the container
+whose allocation does not fit on a shared GPU (``dcgm.admitted``) ends as a CUDA process that ran out of memory
+does: it prints CUDA's error to its log and exits 1 (container reason ``Error``); the kubelet then restarts it or
+not, by the pod's ``restartPolicy``. No Event and no pod reason: nothing in a real cluster writes one.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from cluster import errors
 from cluster.kube.client import AsyncClient
 from cluster.sim import checkpoint, nodes as nodes_mod
 from cluster.sim.gpu import dcgm, events, hoststate, names, operands, world as world_mod
+from cluster.sim.kubelet import logstore
 
 log = logging.getLogger("gpulab.gpu-stack.dcgm")
 INTERVAL = 1.0
@@ -58,8 +62,9 @@ class _Snapshot(Collector):
 class Exporter:
     def __init__(self, client: AsyncClient, world: world_mod.World, recorder: events.Recorder,
                  operand_states: dict[str, dict[str, operands.OperandState]],
-                 device_checkpoint: Path | None = None) -> None:
+                 device_checkpoint: Path | None = None, logs: logstore.LogStore | None = None) -> None:
         self.client = client
+        self.logs = logs  # the kubelet's container logs, where the failed process's last line goes
         self.device_checkpoint = device_checkpoint  # the pod agent's record of who holds which device
         self.world = world
         self.recorder = recorder
@@ -157,13 +162,39 @@ class Exporter:
         if pod is None:
             return
         self.failed.add(claim.uid)
-        message = dcgm.oom_message(device, claim, used)
+        self._log_oom(pod, claim.container)
         try:
             await self.client.patch(f"/api/v1/namespaces/{claim.namespace}/pods/{claim.pod}/status",
-                                    {"status": oom_status(pod, claim.container, message)})
+                                    {"status": oom_status(pod, claim.container, self._last_lines(pod, claim.container))})
         except errors.NotFound:
             return
-        await self.recorder.record(pod, "Warning", "GPUOutOfMemory", message, host=device.node)
+        log.info("%s/%s ran GPU %s out of memory (%d MiB asked, %d MiB used by others of %d)", claim.namespace,
+                 claim.pod, device.device_uuid, claim.mem_mib, used, device.total_mib)
+
+    def _ref(self, pod: dict[str, Any], container: str) -> logstore.ContainerRef:
+        meta = pod["metadata"]
+        statuses = pod.get("status", {}).get("containerStatuses") or []
+        restart = next((int(cs.get("restartCount", 0)) for cs in statuses if cs.get("name") == container), 0)
+        return logstore.ContainerRef(meta["namespace"], meta["name"], meta["uid"], container, restart)
+
+    def _log_oom(self, pod: dict[str, Any], container: str) -> None:
+        if self.logs is None:
+            return
+        try:
+            self.logs.write(self._ref(pod, container), dcgm.OOM_LOG_LINE, stream="stderr")
+        except (OSError, ValueError) as exc:
+            log.warning("could not write the log of %s: %s", pod["metadata"]["name"], exc)
+
+    def _last_lines(self, pod: dict[str, Any], container: str) -> str:
+        """The termination message a kubelet reports: the container's log tail with ``FallbackToLogsOnError``
+        (at most 80 lines and 2,048 bytes, ``kuberuntime_container.go``), else nothing (no termination log)."""
+        spec: dict[str, Any] = next((c for c in pod.get("spec", {}).get("containers", []) if c.get("name") == container),
+                                    {})
+        if spec.get("terminationMessagePolicy") != "FallbackToLogsOnError" or self.logs is None:
+            return ""
+        raw = self.logs.read(self._ref(pod, container))
+        lines = [line.split(b" ", 3)[-1] for line in raw.splitlines()[-80:]]
+        return b"\n".join(lines).decode(errors="replace")[-2048:]
 
     async def run(self) -> None:
         while True:
@@ -181,15 +212,18 @@ def _crashing(pod: dict[str, Any]) -> bool:
 
 
 def oom_status(pod: dict[str, Any], container: str, message: str) -> dict[str, Any]:
-    """A pod whose CUDA process died of GPU OOM: Failed when it will not restart, else crash-looping."""
+    """A pod whose CUDA process died of GPU OOM: Failed when it will not restart, else crash-looping. ``message``:
+    the container's termination message (empty unless its policy falls back to the log)."""
     ts = nodes_mod.now()
     restart = pod["spec"].get("restartPolicy", "Always")
     statuses = []
     for cs in pod.get("status", {}).get("containerStatuses", []):
         cs = dict(cs)
         if cs.get("name") == container:
-            term = {"exitCode": 1, "reason": "Error", "message": message, "startedAt": ts, "finishedAt": ts,
+            term = {"exitCode": 1, "reason": "Error", "startedAt": ts, "finishedAt": ts,
                     "containerID": cs.get("containerID", "")}  # the instance that died: what --previous reads
+            if message:
+                term["message"] = message
             if restart == "Always":
                 cs.update(ready=False, started=False, restartCount=int(cs.get("restartCount", 0)) + 1,
                           lastState={"terminated": term},
@@ -200,5 +234,5 @@ def oom_status(pod: dict[str, Any], container: str, message: str) -> dict[str, A
         statuses.append(cs)
     out: dict[str, Any] = {"containerStatuses": statuses}
     if restart != "Always":
-        out.update(phase="Failed", reason="GPUOutOfMemory", message=message)
+        out["phase"] = "Failed"
     return out

@@ -37,7 +37,7 @@ class Stack:
                                               devicefile.Writer(device_dir) if device_dir is not None else None, logs)
         self.operator = operatorctl.OperatorController(client, self.world)
         self.exporter = dcgm_exporter.Exporter(client, self.world, events.Recorder(client, "kubelet"),
-                                               self.nodes.operand_states, device_checkpoint)
+                                               self.nodes.operand_states, device_checkpoint, logs)
         self.node_informer = informer.Informer(client, "/api/v1/nodes", self.on_node)
         self.pod_informer = informer.Informer(client, "/api/v1/pods", self.on_pod, fieldSelector="spec.nodeName!=")
         self.cm_informer = informer.Informer(client, f"/api/v1/namespaces/{names.NAMESPACE}/configmaps", self.on_configmap)
