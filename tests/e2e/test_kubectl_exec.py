@@ -98,6 +98,9 @@ def test_exit_codes_and_a_program_missing_from_the_image(local_cluster: LocalClu
     assert shell.returncode == 127 and shell.stderr.startswith("sh: 1: nvidia-smi: not found")
     tty = local_cluster.kubectl("exec", "-i", "-n", ns, "trainer", "--", "nvidia-smi", "-L", input="")
     assert tty.stdout.count("GPU ") == 8
+    shell = local_cluster.kubectl("exec", "-i", "-n", ns, "trainer", "--", "bash", input="nvidia-smi -L\nexit 4\n",
+                                  check=False)  # a shell reading its commands from kubectl's input
+    assert shell.returncode == 4 and shell.stdout.count("GPU ") == 8, (shell.returncode, shell.stderr)
 
 
 def test_a_cpu_pod_has_no_nvidia_smi(local_cluster: LocalCluster, namespace: str) -> None:
@@ -159,3 +162,49 @@ def test_nvidia_smi_in_the_gpu_stacks_own_pods(local_cluster: LocalCluster, gpu_
             assert out.returncode == 0 and out.stdout.count("GPU ") == gpus, (prefix, out.stdout, out.stderr)
         else:
             assert out.returncode == 1 and "executable file not found in $PATH" in out.stderr, (prefix, out.stderr)
+
+
+def test_an_interactive_shell_through_a_terminal(local_cluster: LocalCluster,
+                                                 trainer: tuple[str, dict[str, Any]]) -> None:
+    """``kubectl exec -it trainer -- bash`` from a terminal (a pseudo-terminal here): the prompt, the echo of what
+    is typed, ``nvidia-smi -L``'s output, and ``exit``."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import time
+
+    from cluster import binaries
+
+    ns, _pod = trainer
+    found = binaries.cached()
+    assert found is not None
+    main, child = pty.openpty()
+    proc = subprocess.Popen([str(found.kubectl), f"--kubeconfig={local_cluster.kubeconfig}", "exec", "-it", "-n", ns,
+                             "trainer", "--", "bash"], stdin=child, stdout=child, stderr=child, close_fds=True)
+    os.close(child)
+    seen = b""
+
+    def read_until(marker: bytes, timeout: float = 20) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + timeout
+        while marker not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([main], [], [], 0.2)
+            if ready:
+                try:
+                    seen += os.read(main, 65536)
+                except OSError:
+                    break
+        assert marker in seen, seen[-2000:]
+
+    try:
+        read_until(b"root@trainer:/# ")
+        os.write(main, b"nvidia-smi -L\r")
+        read_until(b"GPU 7: NVIDIA H100 80GB HBM3")
+        os.write(main, b"exit\r")
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(main)
+    assert b"root@trainer:/# nvidia-smi -L\r\n" in seen

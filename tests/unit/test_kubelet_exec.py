@@ -105,7 +105,7 @@ class Result:
 
 async def _exec(k: Kubelet, command: list[str], *, protocol: str = remotecommand.V5, query: str = "output=1&error=1",
                 path: str = "/exec/lab-01/trainer/main", headers: dict[str, str] | None = None,
-                close_after: bytes | None = None) -> Result:
+                close_after: bytes | None = None, send: tuple[bytes, ...] = ()) -> Result:
     ctx = __import__("ssl").create_default_context(cafile=str(k.pki.ca_cert))
     ctx.load_cert_chain(str(k.pki.client_cert("apiserver-kubelet-client")),
                         str(k.pki.client_key("apiserver-kubelet-client")))
@@ -124,6 +124,8 @@ async def _exec(k: Kubelet, command: list[str], *, protocol: str = remotecommand
         writer.close()
         return Result(head + body, [])
     assert websocket.accept_key(hdrs["Sec-WebSocket-Key"]).encode() in head
+    for message in send:
+        writer.write(_masked(websocket.BINARY, message))
     if close_after is not None:
         writer.write(_masked(websocket.BINARY, close_after))
     while True:
@@ -251,8 +253,33 @@ def test_programs_alone() -> None:
     expanded = programs.run(["sh", "-c", "echo $HOME"], none, datetime.now(timezone.utc))
     assert expanded.stderr == b"sh: 1: echo: not found\n" and expanded.exit_code == 127
     assert programs.run(["sh", "-c", "exit 300"], none, datetime.now(timezone.utc)).exit_code == 300 & 0xFF
-    assert programs.run(["sh"], none, datetime.now(timezone.utc)).exit_code == 127
+    assert programs.run(["sh"], none, datetime.now(timezone.utc)) == programs.Outcome()  # no input: ends at once
+    assert programs.run(["sh", "run.sh"], none, datetime.now(timezone.utc)).exit_code == 2
     host = smi_view.simulated_host(INV, cpus=96, numa_nodes=2, nvlink=True)
     broken = programs.Container(smi_view.container(host, "all"), driver_ok=False)
     out = programs.run(["nvidia-smi"], broken, datetime.now(timezone.utc))
     assert out.exit_code == 9 and out.stdout.startswith(b"NVIDIA-SMI has failed because it couldn't communicate")
+
+
+def test_an_interactive_shell_on_a_terminal(kubelet: Kubelet) -> None:
+    """``kubectl exec -it trainer -- bash``: the prompt, the terminal's echo, a command's output, ``exit 3``."""
+    kubelet.give(4)
+    keys = (b"\x00nvidia-smi -LX\x7f\r", b"\x00foo\r", b"\x00exit 3\r")
+    r = kubelet.run(lambda: _exec(kubelet, ["bash"], query="input=1&output=1&tty=1", send=keys))
+    out = r.channel(remotecommand.STDOUT)
+    listing = _expected(["-L"], INV.gpus[4].uuid).replace(b"\n", b"\r\n")
+    assert out == (b"root@trainer:/# nvidia-smi -LX\b \b\r\n" + listing + b"root@trainer:/# foo\r\n"
+                   b"bash: foo: command not found\r\nroot@trainer:/# exit 3\r\n")
+    assert r.status_json()["details"]["causes"][0]["message"] == "3"
+
+
+def test_a_shell_reading_piped_input_until_its_end(kubelet: Kubelet) -> None:
+    """``kubectl exec -i trainer -- sh < script``: no prompt, no echo; the input's end ends the shell."""
+    r = kubelet.run(lambda: _exec(kubelet, ["sh"], query="input=1&output=1&error=1",
+                                  send=(b"\x00echo one\nfo", b"\x00o\necho two"),
+                                  close_after=bytes([remotecommand.STREAM_CLOSE, remotecommand.STDIN])))
+    assert r.channel(remotecommand.STDOUT) == b"one\ntwo\n"
+    assert r.channel(remotecommand.STDERR) == b"sh: 2: foo: not found\n"
+    assert r.status_json() == {"metadata": {}, "status": "Success"}
+    quiet = kubelet.run(lambda: _exec(kubelet, ["bash"]))  # no input at all: the shell ends at once
+    assert quiet.status_json()["status"] == "Success" and quiet.channel(remotecommand.STDOUT) == b""

@@ -6,6 +6,8 @@ A simulated container runs no image, so only a small set of programs exists in i
 * ``nvidia-smi`` (also as ``/usr/bin/nvidia-smi``), when nvidia-container-toolkit would have put it there: the
   container's ``NVIDIA_VISIBLE_DEVICES`` names devices or ``all`` or ``none`` (``cluster.gpu.nvidia_smi.view``).
   It prints what the real tool prints for the devices the container can see (``cluster.gpu.nvidia_smi.cli``).
+* ``sh`` and ``bash`` reading their commands from the exec's input (``kubectl exec -it POD -- bash``, the loop
+  is ``remotecommand.Session``'s), one line at a time as the scripts below;
 * ``sh -c SCRIPT`` and ``bash -c SCRIPT`` (the images the course uses have both), where the script is a list of
   simple commands joined by ``;``, ``&&`` or ``||``, each being one of: ``nvidia-smi …``, ``echo …``, ``true``,
   ``false``, ``exit [N]``. A command the set lacks is the shell's "not found" (exit 127), as in an image without
@@ -89,29 +91,35 @@ def _nvidia_smi(container: Container, args: list[str], now: datetime) -> Outcome
     return Outcome(result.stdout.encode(), exit_code=result.exit_code)
 
 
-def _not_found(shell: str, word: str) -> bytes:
-    """dash's and bash's words for a command that is not there (both exit 127)."""
+def _not_found(shell: str, word: str, line: int = 1) -> bytes:
+    """dash's and bash's words for a command that is not there (both exit 127); an interactive bash names no
+    line."""
     if shell == "bash":
-        return f"bash: line 1: {word}: command not found\n".encode()
-    return f"sh: 1: {word}: not found\n".encode()
+        return (f"bash: line {line}: {word}: command not found\n" if line else
+                f"bash: {word}: command not found\n").encode()
+    return f"sh: {line}: {word}: not found\n".encode()
 
 
-def _shell(shell: str, args: list[str], container: Container, now: datetime) -> Outcome:
-    if len(args) < 2 or args[0] != "-c":
-        # An interactive shell (``-it … -- sh``) or a script file: nothing a simulated container can run.
-        word = args[0] if args else shell
-        return Outcome(stderr=_not_found(shell, word), exit_code=127)
-    script = args[1]
+def interactive(argv: Sequence[str]) -> str | None:
+    """The shell an exec starts to read commands from its input (``-it … -- bash``), or None."""
+    if argv and argv[0] in SHELLS and all(a in ("-i", "-l", "--login") for a in argv[1:]):
+        return SHELLS[argv[0]]
+    return None
+
+
+def script(shell: str, text: str, container: Container, now: datetime, line: int = 1) -> tuple[Outcome, bool]:
+    """One script (or one line read by an interactive shell: ``line`` is its number) and whether the shell stops
+    there (``exit``)."""
     try:
-        lexer = shlex.shlex(script, posix=True, punctuation_chars=";&|")
+        lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|")
         lexer.whitespace_split = True
         tokens = list(lexer)
     except ValueError:
-        return Outcome(stderr=f"{shell}: 1: Syntax error: Unterminated quoted string\n".encode(), exit_code=2)
+        return Outcome(stderr=f"{shell}: {line}: Syntax error: Unterminated quoted string\n".encode(), exit_code=2), False
     if not tokens:
-        return Outcome()
-    if set(script) & _EXPANSIONS:  # what the shell would expand or redirect: not pretended
-        return Outcome(stderr=_not_found(shell, tokens[0]), exit_code=127)
+        return Outcome(), False
+    if set(text) & _EXPANSIONS:  # what the shell would expand or redirect: not pretended
+        return Outcome(stderr=_not_found(shell, tokens[0], line), exit_code=127), False
     out, err = bytearray(), bytearray()
     code, op = 0, ";"
     command: list[str] = []
@@ -120,23 +128,34 @@ def _shell(shell: str, args: list[str], container: Container, now: datetime) -> 
             command.append(token)
             continue
         if token not in _LIST_OPERATORS:  # a pipe or a background job: not simulated
-            return Outcome(bytes(out), bytes(err) + _not_found(shell, command[0] if command else token), 127)
+            return Outcome(bytes(out), bytes(err) + _not_found(shell, command[0] if command else token, line),
+                           127), False
         if command and ((op == "&&" and code == 0) or (op == "||" and code != 0) or op == ";"):
-            done, stop = _simple(shell, command, container, now)
+            done, stop = _simple(shell, command, container, now, line)
             out += done.stdout
             err += done.stderr
             code = done.exit_code
             if stop:
-                return Outcome(bytes(out), bytes(err), code)
+                return Outcome(bytes(out), bytes(err), code), True
         command, op = [], token
-    return Outcome(bytes(out), bytes(err), code)
+    return Outcome(bytes(out), bytes(err), code), False
 
 
-def _simple(shell: str, words: list[str], container: Container, now: datetime) -> tuple[Outcome, bool]:
+def _shell(shell: str, args: list[str], container: Container, now: datetime) -> Outcome:
+    if all(a in ("-i", "-l", "--login") for a in args):
+        return Outcome()  # a shell reading commands from an input it was not given: end of input at once
+    if len(args) < 2 or args[0] != "-c":  # a script file: none is in a simulated container
+        return Outcome(stderr=f"{shell}: 0: cannot open {args[0]}: No such file\n".encode() if shell == "sh" else
+                       f"bash: {args[0]}: No such file or directory\n".encode(), exit_code=2 if shell == "sh" else 127)
+    return script(shell, args[1], container, now)[0]
+
+
+def _simple(shell: str, words: list[str], container: Container, now: datetime,
+            line: int = 1) -> tuple[Outcome, bool]:
     """One simple command's outcome, and whether the shell stops after it (``exit``)."""
     name = words[0]
     if any(ch in _UNSUPPORTED_SHELL for ch in name):
-        return Outcome(stderr=_not_found(shell, name), exit_code=127), False
+        return Outcome(stderr=_not_found(shell, name, line), exit_code=127), False
     if name in NVIDIA_SMI and container.view is not None:
         return _nvidia_smi(container, words[1:], now), False
     if name == "echo":
@@ -145,6 +164,6 @@ def _simple(shell: str, words: list[str], container: Container, now: datetime) -
         return Outcome(exit_code=0 if name == "true" else 1), False
     if name == "exit":
         if len(words) > 1 and not words[1].isdigit():
-            return Outcome(stderr=f"{shell}: 1: exit: Illegal number: {words[1]}\n".encode(), exit_code=2), True
+            return Outcome(stderr=f"{shell}: {line}: exit: Illegal number: {words[1]}\n".encode(), exit_code=2), True
         return Outcome(exit_code=int(words[1]) & 0xFF if len(words) > 1 else 0), True
-    return Outcome(stderr=_not_found(shell, name), exit_code=127), False
+    return Outcome(stderr=_not_found(shell, name, line), exit_code=127), False

@@ -107,15 +107,27 @@ def _status(outcome: programs.Outcome, protocol: str, command: Sequence[str]) ->
 
 
 Run = Callable[[Sequence[str]], Awaitable[programs.Outcome]]
+# An interactive shell's input line (its number) -> what it printed and whether the shell exits there.
+Line = Callable[[str, int], tuple[programs.Outcome, bool]]
+
+
+@dataclass(frozen=True)
+class Shell:
+    """A shell started to read its commands from the exec's input (``kubectl exec -it POD -- bash``)."""
+
+    name: str  # "sh" (dash) or "bash"
+    prompt: bytes  # shown before each line when the input is a terminal
+    run_line: Line
 
 
 class Session:
-    """One exec's WebSocket, after the 101: output, status, close."""
+    """One exec's WebSocket, after the 101: output, status, close (or, for a shell with input, a read loop)."""
 
-    def __init__(self, protocol: str, opts: Options, run: Run) -> None:
+    def __init__(self, protocol: str, opts: Options, run: Run, shell: Shell | None = None) -> None:
         self.protocol = protocol
         self.opts = opts
         self.run = run
+        self.shell = shell if opts.stdin else None
         self.base64 = "base64" in protocol
 
     def _message(self, channel: int, data: bytes) -> bytes:
@@ -128,8 +140,14 @@ class Session:
         first = STDOUT if opts.stdout else STDERR if opts.stderr else ERROR
         writer.write(self._message(first, b""))
         await writer.drain()
+        if self.shell is not None:
+            code = await self._repl(self.shell, reader, writer)
+            if code is None:
+                return  # the client went away
+            await self._finish(writer, programs.Outcome(exit_code=code))
+            return
         # The client's messages (stdin, resize, the stream-close signal, ping, close) are read and dropped while the
-        # command runs: no simulated program reads input. A close from the client ends the session.
+        # command runs: no other simulated program reads input. A close from the client ends the session.
         listening = asyncio.ensure_future(self._drain_client(reader, writer))
         try:
             outcome = await self.run(opts.command)
@@ -141,11 +159,7 @@ class Session:
                 for i in range(0, len(data) if wanted else 0, CHUNK):
                     writer.write(self._message(channel, data[i:i + CHUNK]))
                     await writer.drain()
-            status = _status(outcome, self.protocol, opts.command)
-            if status is not None:
-                writer.write(self._message(ERROR, status))
-            writer.write(websocket.close_frame(websocket.NORMAL))
-            await writer.drain()
+            await self._finish(writer, outcome)
         finally:
             listening.cancel()
             with contextlib.suppress(asyncio.CancelledError, websocket.Closed):
@@ -154,3 +168,111 @@ class Session:
     async def _drain_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while True:
             await websocket.read_message(reader, writer)
+
+    async def _finish(self, writer: asyncio.StreamWriter, outcome: programs.Outcome) -> None:
+        status = _status(outcome, self.protocol, self.opts.command)
+        if status is not None:
+            writer.write(self._message(ERROR, status))
+        writer.write(websocket.close_frame(websocket.NORMAL))
+        await writer.drain()
+
+    async def _emit(self, writer: asyncio.StreamWriter, outcome: programs.Outcome) -> None:
+        out, err = outcome.stdout, outcome.stderr
+        if self.opts.tty:
+            out, err = (out + err).replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"), b""
+        for channel, data, wanted in ((STDOUT, out, self.opts.stdout), (STDERR, err, self.opts.stderr)):
+            if data and wanted:
+                writer.write(self._message(channel, data))
+        await writer.drain()
+
+    async def _input(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes | None:
+        """The next bytes of the exec's input; b"" at its end (v5's close of stdin); None when the client left."""
+        while True:
+            try:
+                msg = await websocket.read_message(reader, writer)
+            except websocket.Closed:
+                return None
+            data = msg.data
+            if not data:
+                continue
+            channel = data[0] - 0x30 if self.base64 else data[0]
+            payload = base64.b64decode(data[1:]) if self.base64 else data[1:]
+            if channel == STREAM_CLOSE - (0x30 if self.base64 else 0) and self.protocol == V5:
+                if payload[:1] == bytes([STDIN]):
+                    return b""
+                continue
+            if channel == STDIN and payload:
+                return payload
+
+    async def _repl(self, shell: Shell, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int | None:
+        """Read lines and run them until ``exit`` or the end of input; the exit code, or None if the client left.
+        On a terminal, the tty's line discipline is played too: echo, backspace, ^C, ^U, ^D on an empty line."""
+        tty, code, number = self.opts.tty, 0, 0
+        buf, pending = bytearray(), b""
+
+        async def run(text: str) -> bool:
+            nonlocal code, number
+            number += 1
+            outcome, stop = shell.run_line(text, 0 if tty and shell.name == "bash" else number)
+            await self._emit(writer, outcome)
+            code = outcome.exit_code
+            return stop
+
+        if tty:
+            await self._emit(writer, programs.Outcome(shell.prompt))
+        while True:
+            data = await self._input(reader, writer)
+            if data is None:
+                return None
+            if not data:  # end of input: the rest of a line, then the shell ends
+                if pending.strip() and await run(pending.decode(errors="replace")):
+                    return code
+                if tty and shell.name == "bash":
+                    await self._emit(writer, programs.Outcome(b"exit\n"))
+                return code
+            if not tty:
+                pending += data
+                while b"\n" in pending:
+                    raw, pending = pending.split(b"\n", 1)
+                    if await run(raw.decode(errors="replace")):
+                        return code
+                continue
+            echo = bytearray()
+            escape = 0
+            for byte in data:
+                if escape:  # an escape sequence (arrow keys): ESC, '[', then the final byte; not line editing
+                    escape = escape + 1 if escape == 1 and byte == 0x5B else 0
+                    continue
+                if byte == 0x1B:
+                    escape = 1
+                elif byte in (0x0D, 0x0A):
+                    writer.write(self._message(STDOUT, bytes(echo) + b"\r\n"))
+                    echo.clear()
+                    line = buf.decode(errors="replace")
+                    buf.clear()
+                    if await run(line):
+                        return code
+                    await self._emit(writer, programs.Outcome(shell.prompt))
+                elif byte in (0x7F, 0x08):
+                    if buf:
+                        buf.pop()
+                        echo += b"\b \b"
+                elif byte == 0x15:  # ^U
+                    echo += b"\b \b" * len(buf)
+                    buf.clear()
+                elif byte == 0x03:  # ^C: the line is dropped
+                    echo += b"^C\r\n" + shell.prompt
+                    buf.clear()
+                    code = 130
+                elif byte == 0x04 and not buf:  # ^D on an empty line: end of input
+                    if echo:
+                        writer.write(self._message(STDOUT, bytes(echo)))
+                    if shell.name == "bash":
+                        await self._emit(writer, programs.Outcome(b"exit\n"))
+                    return code
+                elif byte >= 0x20:
+                    buf.append(byte)
+                    echo.append(byte)
+            if echo:
+                writer.write(self._message(STDOUT, bytes(echo)))
+                await writer.drain()

@@ -334,7 +334,13 @@ class KubeletServer:
                          ("Sec-WebSocket-Accept", websocket.accept_key(headers["sec-websocket-key"]))]
         if protocol:
             reply_headers.append(("Sec-WebSocket-Protocol", protocol))
-        session = remotecommand.Session(protocol, opts, run)
+        shell = None
+        name = programs.interactive(opts.command)
+        if name is not None:
+            def run_line(text: str, line: int) -> tuple[programs.Outcome, bool]:
+                return programs.script(name, text, inside, datetime.now(timezone.utc), line)
+            shell = remotecommand.Shell(name, _prompt(name, pod, container), run_line)
+        session = remotecommand.Session(protocol, opts, run, shell)
         return Reply(101, headers=tuple(reply_headers), upgrade=session.serve)
 
     def container(self, node_name: str, pod: Mapping[str, Any], container: str) -> programs.Container:
@@ -368,3 +374,19 @@ class KubeletServer:
         except errors.ConfigError:  # a device the node no longer has (repartitioned since): the tool finds none
             view = smi_view.container(host, "none")
         return programs.Container(view, hoststate.faults(node).driver_ok)
+
+
+def _prompt(shell: str, pod: Mapping[str, Any], container: str) -> bytes:
+    """The prompt an interactive shell in the container shows: dash's ``# `` (``$ `` for another user); bash's
+    Debian/Ubuntu ``/etc/bash.bashrc`` one, ``user@host:dir# ``, with the pod's hostname and the working
+    directory, and ``I have no name!`` for a user id without a passwd entry (the usual ``runAsUser``)."""
+    spec = pod.get("spec", {})
+    ctr = container_spec(pod, container) or {}
+    uid = (ctr.get("securityContext") or {}).get("runAsUser", (spec.get("securityContext") or {}).get("runAsUser", 0))
+    root = not uid
+    if shell == "sh":
+        return b"# " if root else b"$ "
+    host = spec.get("hostname") or pod["metadata"]["name"]
+    where = ctr.get("workingDir") or "/"
+    user = "root" if root else "I have no name!"
+    return f"{user}@{host}:{where}{'#' if root else '$'} ".encode()
