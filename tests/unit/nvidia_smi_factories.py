@@ -22,7 +22,7 @@ from cluster.gpu import catalog, inventory
 from cluster.gpu.nvidia_smi import board, view
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia-smi"
-MACHINES = ("h100-80gb-hbm3-x1", "h200-x4")
+MACHINES = ("h100-80gb-hbm3-x1", "h200-x2", "h200-x4")
 NOW = datetime(2026, 11, 28, 6, 33, 47)
 
 

@@ -14,7 +14,7 @@ import pytest
 from cluster import errors, fleet
 from cluster.gpu import catalog, inventory
 from cluster.gpu.nvidia_smi import _details as details
-from cluster.gpu.nvidia_smi import cli, view
+from cluster.gpu.nvidia_smi import board, cli, view
 
 pytestmark = pytest.mark.unit
 
@@ -114,6 +114,15 @@ def test_topology_comes_from_the_fleet() -> None:
     assert smi(host, "all", "topo", "-m").stdout.splitlines()[1].split("\t")[2:5] == ["NV4", "NV4", "NV4"]
     pcie = make_host(count=4, numa_nodes=2, nvlink=False)
     assert smi(pcie, "all", "topo", "-m").stdout.splitlines()[1].split("\t")[1:5] == [" X ", "NODE", "SYS", "SYS"]
+
+
+def test_pcie_path_follows_the_bus_ids() -> None:
+    """GPUs on one root bus (a VM's passed-through GPUs on bus 00, as recorded on two H200s) meet at its host bridge,
+    PHB; GPUs on buses of their own (a bare-metal board) meet within the NUMA node, NODE."""
+    model = catalog.MODELS["H200-141GB"]
+    vm = board.Board(("00000000:00:06.0", "00000000:00:07.0"))
+    metal = board.Board(board.simulated_bus_ids(2), numa_nodes=1)
+    assert (vm.link(model, 0, 1), metal.link(model, 0, 1)) == ("PHB", "NODE")
 
 
 def test_processes_of_other_namespaces_are_not_listed() -> None:

@@ -1,8 +1,8 @@
-"""The ``--query-gpu`` field table agrees with what the real tool accepted, one name at a time, on both machines.
+"""The ``--query-gpu`` field table agrees with what the real tool accepted, one name at a time, on every machine.
 
 ``query-each.tsv`` holds every name ``--help-query-gpu`` lists, queried alone: its header (canonical name and unit)
 or the refusal. The simulator must accept exactly the accepted names, print each under the same header, and an
-idle value it keeps from the recordings must be the value both GPUs printed.
+idle value it keeps from the recordings must be the value every GPU printed.
 """
 
 from __future__ import annotations

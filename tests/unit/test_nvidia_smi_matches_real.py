@@ -1,4 +1,4 @@
-"""The simulated nvidia-smi prints what the real one printed on an H100 80GB HBM3 and on four H200s (driver 580).
+"""The simulated nvidia-smi prints what the real one printed on an H100 80GB HBM3, two H200s and four (driver 580).
 
 Every command recorded in ``tests/fixtures/nvidia-smi/<machine>/commands.tsv`` runs against the machine rebuilt from
 its ``device.json``: the exit code must be the recorded one and stdout must match byte for byte once

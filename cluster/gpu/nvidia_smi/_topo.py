@@ -2,7 +2,8 @@
 
 Format as recorded on driver 580 (``tests/fixtures/nvidia-smi``): tab-separated cells, the header row underlined
 with ANSI escapes even when stdout is not a terminal, a ``GPU NUMA ID`` column after an empty cell, then the legend.
-Cells: ``NV#`` (NVLink, # links), ``NODE`` (same NUMA node), ``SYS`` (across NUMA nodes); ``Board.link`` decides.
+Cells: ``NV#`` (NVLink, # links), ``PHB`` (same PCI root bus, as in a VM), ``NODE`` (same NUMA node), ``SYS``
+(across NUMA nodes); ``Board.link`` decides.
 The simulated nodes have no NICs, so no NIC columns. ``nvlink -s`` lists each GPU's links at the architecture's
 speed, and nothing for a GPU without NVLink (as the single H100 printed). Plain data; no NVML.
 """

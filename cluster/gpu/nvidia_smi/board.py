@@ -148,7 +148,16 @@ class Board:
         links = self.nvlinks(model)
         if links:
             return f"NV{links}"
-        return "NODE" if self.numa_of(a) == self.numa_of(b) else "SYS"
+        if self.numa_of(a) != self.numa_of(b):
+            return "SYS"
+        # GPUs on one root bus share its host bridge: a VM's passed-through GPUs all sit on bus 00 (PHB, recorded
+        # on two H200s); a bare-metal board gives each GPU its own root port and bus (NODE within a NUMA node).
+        return "PHB" if _root_bus(self.bus_ids[a]) == _root_bus(self.bus_ids[b]) else "NODE"
+
+
+def _root_bus(bus_id: str) -> str:
+    """PCI domain and bus of a GPU's address (``00000000:00:06.0`` -> ``00000000:00``)."""
+    return bus_id.rsplit(":", 1)[0]
 
 
 # PCI buses of the eight GPUs of an HGX H100 board (DGX H100 layout); fewer GPUs take every (8/n)-th slot.
