@@ -35,7 +35,7 @@ from cluster import binaries, errors, fleet as fleet_mod, progress as progress_m
 from cluster.backends import local as local_backend
 from cluster.kube.client import Client
 from labs.bench import (capacity, class_bench, cluster_bench, gpu_bench, grading_bench, labs_bench, live_bench,
-                        notebooks_bench, reference)
+                        notebooks_bench, reference, tools_bench)
 from labs.bench.figures import Figure, Report, not_measured
 
 log = logging.getLogger(__name__)
@@ -59,6 +59,7 @@ class Plan:
         self.hostile_submissions = 9 if quick else 30
         self.label_repeat = 2 if quick else 5
         self.live_repeat = 20 if quick else 100
+        self.tools_repeat = 5 if quick else 20
         self.start_repeat = 1 if quick else 5
         self.cli_repeat = 1 if quick else 3
         self.idle_repeat = 1 if quick else 3
@@ -130,6 +131,7 @@ def _starter(run: _Run) -> None:
                                                            "nodes (the scale section)"))
             gpu_bench.restore_config(client, fl)
             out.append(_live_check(client, plan))
+            out += tools_bench.figures(client, kubeconfig, plan.tools_repeat)
         run.recorded = labs_bench.lab_figures(kubeconfig, run.root, out)
         out += cluster_bench.memory_figures(bc, "starter fleet")
     out.append(cluster_bench.teardown_figure(bc, "starter fleet"))
@@ -153,6 +155,7 @@ def _starter_planned(plan: Plan) -> list[Figure]:
         *([] if plan.quick else [Figure(FIRST_START, None, "s")]),
         Figure("label change to visible resources, starter fleet", None, "s", 1.0),
         Figure("one live check latency", None, "ms"),
+        *tools_bench.planned(),
         *labs_bench.planned(),
     ]
 
