@@ -283,3 +283,26 @@ def test_a_shell_reading_piped_input_until_its_end(kubelet: Kubelet) -> None:
     assert r.status_json() == {"metadata": {}, "status": "Success"}
     quiet = kubelet.run(lambda: _exec(kubelet, ["bash"]))  # no input at all: the shell ends at once
     assert quiet.status_json()["status"] == "Success" and quiet.channel(remotecommand.STDOUT) == b""
+
+
+def _recorded(name: str) -> str:
+    text = (Path(__file__).resolve().parents[1] / "fixtures" / "kubectl-exec" / name).read_text()
+    return __import__("re").sub(r'exec "[0-9a-f]{64}"', 'exec "<id>"', text)
+
+
+def test_the_runtime_errors_match_a_real_node(kubelet: Kubelet) -> None:
+    """kubectl prints ``error: `` and the status message, then exits 1: as recorded on a real 1.36 node (kind)."""
+    import re
+
+    for program, name in (("nvidia-smi", "kind-missing-in-path.txt"), ("/opt/tool", "kind-missing-path.txt")):
+        r = kubelet.run(lambda: _exec(kubelet, [program] + (["-L"] if program == "nvidia-smi" else [])))
+        printed = re.sub(r'exec "[0-9a-f]{64}"', 'exec "<id>"', f"error: {r.status_json()['message']}\nrc=1\n")
+        assert printed == _recorded(name)
+
+
+def test_a_container_not_running_matches_a_real_node(kubelet: Kubelet) -> None:
+    kubelet.pods["lab-01/waits"] = _pod("waits", running=False)
+    r = kubelet.run(lambda: _exec(kubelet, ["nvidia-smi"], path="/exec/lab-01/waits/main"))
+    body = r.head.split(b"\r\n\r\n", 1)[1].decode()
+    assert f"error: unable to upgrade connection: {body}\nrc=1\n" == _recorded(
+        "kind-container-not-running.txt").replace('"waits"', '"main"')

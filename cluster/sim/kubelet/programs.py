@@ -51,7 +51,8 @@ class Outcome:
 
 
 def runtime_missing(argv0: str) -> str:
-    """containerd's (2.x, with runc) error for an exec whose program is not in the image: the exec id is random."""
+    """containerd's error (with runc) for an exec whose program is not in the image, as a real 1.36 node prints it
+    (tests/fixtures/kubectl-exec, recorded on the kind backend: containerd 1.6.20); the exec id is random."""
     exec_id = secrets.token_hex(32)
     if "/" in argv0:
         why = f"exec: \"{argv0}\": stat {argv0}: no such file or directory"
