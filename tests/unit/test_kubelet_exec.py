@@ -286,8 +286,10 @@ def test_a_shell_reading_piped_input_until_its_end(kubelet: Kubelet) -> None:
 
 
 def _recorded(name: str) -> str:
+    import re
+
     text = (Path(__file__).resolve().parents[1] / "fixtures" / "kubectl-exec" / name).read_text()
-    return __import__("re").sub(r'exec "[0-9a-f]{64}"', 'exec "<id>"', text)
+    return re.sub(r'exec "[0-9a-f]{64}"', 'exec "<id>"', text)
 
 
 def test_the_runtime_errors_match_a_real_node(kubelet: Kubelet) -> None:
