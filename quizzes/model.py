@@ -11,6 +11,12 @@ from enum import Enum
 API_VERSION = "gpulab.dev/v1"
 BANK_KIND = "QuizBank"
 PHASES: tuple[str, ...] = ("pre", "post")
+# The two ways an item names its upstream source: a file of a repository at a tag (or commit), or a documentation
+# page. A path at a branch would drift; the tag is the version the item's statement holds for.
+SOURCE_FORMS = (
+    r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*@[A-Za-z0-9][A-Za-z0-9_.+-]*:[^\s:]+",
+    r"https://[^\s/]+\.[^\s/]+/\S*",
+)
 
 
 class ItemType(str, Enum):
@@ -83,6 +89,7 @@ class Item:
     explanation: str = ""  # numeric items: why the answer is right; others: an optional closing note
     distractors: tuple[Distractor, ...] = ()
     shuffle_options: bool = True
+    sources: tuple[str, ...] = ()  # upstream support: OWNER/REPO@TAG:PATH or an https:// page (SOURCE_FORMS)
     line: int = field(default=0, compare=False)  # YAML line, for messages
 
     @property

@@ -7,6 +7,7 @@ its path (and YAML line where known) so an author sees them all at once. Rules t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,10 +21,11 @@ _POLICY = {"maxAttempts", "counts", "revealAnswer"}
 _OUTCOME = {"id", "text"}
 _ITEM = {
     "id", "section", "outcome", "type", "prompt", "phases", "options", "answer", "tolerance", "unit",
-    "explanation", "distractors", "shuffleOptions",
+    "explanation", "distractors", "shuffleOptions", "sources",
 }  # fmt: skip
 _OPTION = {"id", "text", "manifest", "correct", "explanation"}
 _DISTRACTOR = {"value", "explanation"}
+_SOURCE = re.compile("|".join(f"(?:{form})" for form in model.SOURCE_FORMS))
 
 
 def read_text(text: str) -> object:
@@ -44,7 +46,7 @@ class Reader(strict.Problems):
     def problems(self) -> list[str]:
         return self.items
 
-    def problem(self, path: str, message: str, node: object = None, key: str | None = None) -> None:
+    def problem(self, path: str, message: str, node: object = None, key: object = None) -> None:
         self.add(path, message, node, key)
 
     def mapping(self, node: object, path: str, allowed: set[str]) -> Mapping[str, Any] | None:
@@ -214,6 +216,7 @@ def _item(raw: object, path: str, reader: Reader) -> model.Item | None:
         explanation=reader.text(node, "explanation", path, required=item_type is model.ItemType.NUMERIC),
         distractors=_distractors(node, path, item_type, reader),
         shuffle_options=reader.flag(node, "shuffleOptions", path, True),
+        sources=_sources(node, path, reader),
         line=_line_of(node, None) or 0,
     )
 
@@ -266,6 +269,21 @@ def _options(node: Mapping[str, Any], path: str, item_type: model.ItemType, read
             text=text if body == "text" else "",
             manifest=text if body == "manifest" else "",
         ))  # fmt: skip
+    return tuple(result)
+
+
+def _sources(node: Mapping[str, Any], path: str, reader: Reader) -> tuple[str, ...]:
+    """The item's upstream sources; optional here (the bank check's item-source rule asks for one)."""
+    if "sources" not in node:
+        return ()
+    result = []
+    listed = reader.sequence(node, "sources", path)
+    for i, raw in enumerate(listed):
+        if not isinstance(raw, str) or not _SOURCE.fullmatch(raw.strip()):
+            reader.problem(f"{path}.sources[{i}]", f"{raw!r} is not a source: write OWNER/REPO@TAG:PATH (a file of "
+                           "a repository at a tag) or the https:// address of a documentation page", listed, i)  # fmt: skip
+            continue
+        result.append(raw.strip())
     return tuple(result)
 
 

@@ -90,7 +90,25 @@ INVALID = {
     "invalid-pre-post-outcomes.yaml": ["outcome(s) demo.extra have no post item"],
     "invalid-item-type.yaml": ["spec.items[7].type: must be one of single, multiple, numeric, manifest; "
                                "got 'essay' (line 95)"],
+    "invalid-source.yaml": ["spec.items[1].sources[1]: 'k8s-device-plugin internal/rm/rm.go' is not a source: write "
+                            "OWNER/REPO@TAG:PATH (a file of a repository at a tag) or the https:// address of a "
+                            "documentation page (line 36)",
+                            "spec.items[1].sources[2]: 'NVIDIA/k8s-device-plugin:internal/rm/rm.go' is not a source"],
 }  # fmt: skip
+
+
+def test_sources_are_read_in_order_and_are_optional_to_the_decoder(tmp_path: Path) -> None:
+    """The decoder checks each source's form; whether an item has one at all is the bank check's item-source rule."""
+    good = (FIXTURES / "invalid-source.yaml").read_text(encoding="utf-8")
+    good = good.replace("    - k8s-device-plugin internal/rm/rm.go\n", "").replace(
+        "    - NVIDIA/k8s-device-plugin:internal/rm/rm.go\n", "")
+    (tmp_path / "demo.yaml").write_text(good, encoding="utf-8")
+    loaded = bank.load_bank(tmp_path / "demo.yaml")
+    q1, q2 = loaded.item("q1"), loaded.item("q2")
+    assert q1 is not None and q2 is not None
+    assert q2.sources == ("NVIDIA/k8s-device-plugin@v0.20.0:internal/rm/rm.go",
+                          "https://kubernetes.io/docs/concepts/extend-kubernetes/compute-storage-net/device-plugins/")
+    assert q1.sources == ()
 
 
 def test_every_invalid_fixture_is_listed() -> None:
