@@ -122,7 +122,11 @@ def test_grade_from_store_for_an_nbgrader_test_cell(tmp_path: Path) -> None:
     result = quizzes.grade_from_store("dra", phase="post", learner="ann", store_path=path, minimum=0.9)
     pre, post = (len(bank.get_bank("dra").items_for(phase)) for phase in ("pre", "post"))
     assert (result.score, result.answered, result.total, result.points(10)) == (1.0, post, post, 10.0)
-    expected = rf"ann scored 0% on the dra pre-quiz \({pre} of {pre} answered\); 50% is needed"
+    # a wrong multi-select answer of the testing kit may leave one right option ticked, so the pre score is low but
+    # not always 0
+    low = quizzes.grade_from_store("dra", phase="pre", learner="ann", store_path=path)
+    assert low.score < 0.5
+    expected = rf"ann scored {100 * low.score:.0f}% on the dra pre-quiz \({pre} of {pre} answered\); 50% is needed"
     with pytest.raises(AssertionError, match=expected):
         quizzes.grade_from_store("dra", phase="pre", learner="ann", store_path=path, minimum=0.5)
     with pytest.raises(AssertionError, match="does not exist"):
