@@ -1,7 +1,8 @@
 """The bank check: does a quiz bank measure knowledge, or can a test-wise learner pass it without any?
 
 ``quizzes.validate`` asks whether a bank is well formed; this module asks whether it is *fair*. It runs three
-solvers that never read the question and counts three structural faults:
+solvers that never read the question, counts three structural faults, holds every outcome's pre and post items
+to parallel forms, and asks every item where its facts come from:
 
 1. **Longest option** (single-choice and manifest items): pick the longest option. Fails when it beats chance
    (the mean of 1/number-of-options) by more than ``LONGEST_MARGIN`` (10 points).
@@ -17,13 +18,22 @@ solvers that never read the question and counts three structural faults:
    ``phases`` is left out) is seen twice, which inflates the normalised gain. Any such item fails the bank.
 6. **Outcomes without a pre or a post item**: every outcome in ``spec.outcomes`` needs an item whose phases
    include ``pre`` and one whose phases include ``post`` (with rule 5, these are different items: parallel forms).
+7. **Pairing**: within an outcome that has items in both phases, every pre item has a post partner and every post
+   item a pre partner (so each phase has as many items of the outcome). ``quizzes.pairing`` finds the pairs.
+8. **Same type**: the two items of a pair have the same type (single, multiple, numeric or manifest). A
+   single-choice pre item against a multi-select post item makes the post form harder and biases the gain down.
+9. **Same option count**: the two items of a pair of one type have the same number of options, so guessing
+   gives the same chance in both phases.
+10. **Item sources**: every item names at least one upstream source in ``sources`` (a repository path at a tag,
+   ``OWNER/REPO@TAG:PATH``, or a documentation page, ``https://...``), so a reviewer can check it against the
+   version it teaches. The decoder checks each source's form; this rule checks that there is one.
 
 Ties are scored as a solver that breaks them at random would score on average: if the right option is one of
 three equally long longest options, the longest-option solver earns 1/3 for that item (the shortest-option
 solver alike). Lengths are counted on the option text (or manifest) with runs of whitespace folded to one space.
 
 ``check(bank)`` returns a frozen ``BankCheck`` with the figures and the failed rules; ``text(check)`` formats
-its figures in one block. ``course_outcome_gaps`` applies rule 6 to outcomes declared outside the banks (the
+its figures in one block (``gpulab quiz validate`` prints it per bank). ``course_outcome_gaps`` applies rule 6 to outcomes declared outside the banks (the
 course's ``course/outcomes.yaml`` maps each learning outcome to item ids). Nothing here prints or raises.
 """
 
@@ -33,14 +43,15 @@ import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from quizzes import model
+from quizzes import model, pairing
 
 LONGEST_MARGIN = 0.10  # the longest-option solver may beat chance by at most this (a share, 0.10 = 10 points)
 SHORTEST_MARGIN = LONGEST_MARGIN  # the mirror-image cue gets the same margin
 ALL_BUT_SHORTEST_MAX = 0.20  # share of multi-select items the all-but-shortest solver may get exactly right
 POSITION_MAX = 0.40  # share of single-answer items whose right option may sit in one position
 
-RULES = ("longest-option", "shortest-option", "all-but-shortest", "answer-position", "both-phases", "outcome-phases")
+RULES = ("longest-option", "shortest-option", "all-but-shortest", "answer-position", "both-phases", "outcome-phases",
+         "pairing", "same-type", "same-option-count", "item-source")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +77,9 @@ class BankCheck:
     positions: tuple[tuple[int, int], ...]  # (0-based position of the right option, items), most common first
     both_phases: tuple[str, ...]  # ids of items shown in the pre and the post quiz
     missing: tuple[tuple[str, str], ...]  # (outcome id, phase) with no item
+    pairs: pairing.Pairing  # each outcome's pre items against its post items
+    unsourced: tuple[str, ...]  # ids of items that name no source
+    items: int
     failures: tuple[Failure, ...]
 
     @property
@@ -116,7 +130,7 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def check(bank: model.Bank) -> BankCheck:
-    """Run the six rules on one decoded bank (see the module docstring for each rule and its limit)."""
+    """Run the ten rules on one decoded bank (see the module docstring for each rule and its limit)."""
     singles = _single_answer(bank)
     multis = [i for i in bank.items if i.type is model.ItemType.MULTIPLE and i.options and i.correct_ids]
     chance = _mean([1 / len(i.options) for i in singles])
@@ -128,8 +142,9 @@ def check(bank: model.Bank) -> BankCheck:
     both = tuple(i.id for i in bank.items if set(model.PHASES) <= set(i.phases))
     missing = tuple((o.id, phase) for o in bank.outcomes for phase in model.PHASES
                     if not any(i.outcome == o.id and phase in i.phases for i in bank.items))  # fmt: skip
+    unsourced = tuple(i.id for i in bank.items if not i.sources)
     result = BankCheck(bank.section, bank.source, len(singles), chance, longest, shortest, len(multis), all_but,
-                       positions, both, missing, ())  # fmt: skip
+                       positions, both, missing, pairing.pair(bank), unsourced, len(bank.items), ())  # fmt: skip
     return dataclasses.replace(result, failures=tuple(_failures(result)))
 
 
@@ -160,6 +175,30 @@ def _failures(c: BankCheck) -> Iterable[Failure]:
         gaps = ", ".join(f"{outcome} ({phase})" for outcome, phase in c.missing)
         yield Failure("outcome-phases", f"outcome(s) without an item in a phase: {gaps}; every outcome needs a "
                       "pre item and a post item")  # fmt: skip
+    yield from _form_failures(c)
+
+
+def _form_failures(c: BankCheck) -> Iterable[Failure]:
+    if c.pairs.unpaired:
+        alone = ", ".join(f"{u.item} ({u.outcome}, {u.phase})" for u in c.pairs.unpaired)
+        yield Failure("pairing", f"{len(c.pairs.unpaired)} item(s) have no partner in the other phase: {alone}; "
+                      "give each outcome as many post items as pre items, one parallel form per item")  # fmt: skip
+    if c.pairs.type_mismatches:
+        yield Failure("same-type", f"{len(c.pairs.type_mismatches)} pre/post pair(s) differ in type: "
+                      f"{_pairs(c.pairs.type_mismatches)}; ask both phases of an outcome the same way "
+                      "(a multi-select post item pairs with a multi-select pre item)")  # fmt: skip
+    if c.pairs.option_mismatches:
+        yield Failure("same-option-count", f"{len(c.pairs.option_mismatches)} pre/post pair(s) differ in their "
+                      f"number of options: {_pairs(c.pairs.option_mismatches)}; give both items of a pair as many "
+                      "options")  # fmt: skip
+    if c.unsourced:
+        yield Failure("item-source", f"{len(c.unsourced)} item(s) name no source: {', '.join(c.unsourced)}; add "
+                      "'sources:' with the upstream file (OWNER/REPO@TAG:PATH) or documentation page (https://...) "
+                      "that supports the item")  # fmt: skip
+
+
+def _pairs(pairs: Sequence[pairing.Pair]) -> str:
+    return ", ".join(f"{p.pre} ({p.pre_form}) / {p.post} ({p.post_form})" for p in pairs)
 
 
 def course_outcome_gaps(outcomes: Mapping[str, Sequence[str]], banks: Sequence[model.Bank]) -> list[str]:
@@ -195,6 +234,9 @@ def text(c: BankCheck) -> str:
         return "FAIL" if rule in failed else "ok  "
 
     spread = " ".join(f"{p + 1}:{n}" for p, n in sorted(c.positions)) or "-"
+    pairs = c.pairs
+    same_type = len(pairs.pairs) - len(pairs.type_mismatches)
+    same_options = same_type - len(pairs.option_mismatches)
     lines = [
         f"  {mark('longest-option')} longest option right     {_opt(c.longest_right)} of {c.single_items} single-choice "
         f"items (chance {_opt(c.chance)}, limit chance + {100 * LONGEST_MARGIN:.0f} points)",
@@ -208,5 +250,11 @@ def text(c: BankCheck) -> str:
         + (f" ({', '.join(c.both_phases)})" if c.both_phases else ""),
         f"  {mark('outcome-phases')} outcomes lacking a phase {len(c.missing)}"
         + (f" ({', '.join(f'{o} {p}' for o, p in c.missing)})" if c.missing else ""),
+        f"  {mark('pairing')} pre/post pairs           {len(pairs.pairs)} over {pairs.outcomes} outcomes, "
+        f"{len(pairs.unpaired)} item(s) without a partner"
+        + (f" ({', '.join(u.item for u in pairs.unpaired)})" if pairs.unpaired else ""),
+        f"  {mark('same-type')} same type in a pair      {same_type} of {len(pairs.pairs)} pairs",
+        f"  {mark('same-option-count')} same options in a pair   {same_options} of {same_type} pairs of one type",
+        f"  {mark('item-source')} items naming a source    {c.items - len(c.unsourced)} of {c.items}",
     ]  # fmt: skip
     return "\n".join(lines)
