@@ -22,6 +22,7 @@ Bank authors check that a bank measures knowledge rather than test-wiseness (``g
     from quizzes import bank, bankcheck
     checked = bankcheck.check(bank.load_bank("my-bank.yaml"))
     print(bankcheck.text(checked)); assert checked.passed, checked.failures
+    checked.pairs.pairs     # each outcome's pre item against its post item (quizzes.pairing)
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cluster import settings
-from quizzes import analysis, bankcheck, collect, errors, model, report, scoring, shuffle, store
+from quizzes import analysis, bankcheck, collect, errors, model, pairing, report, scoring, shuffle, store
 from quizzes.bank import builtin_banks, get_bank, load_bank, load_banks, sections
 from quizzes.session import QuizSession
 
@@ -42,8 +43,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "StoredGrade", "analysis", "bankcheck", "builtin_banks", "collect", "errors", "get_bank", "grade_from_store",
-    "learner_id", "load_bank", "load_banks", "model", "quiz_widget", "report", "results", "scoring", "sections",
-    "show", "shuffle", "store",
+    "learner_id", "load_bank", "load_banks", "model", "pairing", "quiz_widget", "report", "results", "scoring",
+    "sections", "show", "shuffle", "store",
 ]  # fmt: skip
 
 LEARNER_ENV = "GPULAB_LEARNER"
