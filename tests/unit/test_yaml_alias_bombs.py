@@ -25,7 +25,10 @@ import pytest
 pytestmark = pytest.mark.unit
 
 MEMORY = 512 * 1024 * 1024
-BUDGET_S = 2.0  # the refusal itself (imports and interpreter start-up excluded)
+# CPU seconds of the refusal itself (imports and interpreter start-up excluded). CPU time, not wall time: a
+# machine busy with other work stretched a 0.5 s refusal past 2 s of wall time (the new-machine run of 2026-12-01,
+# two pytest workers beside other builds), while the old reader burnt 7-20 s of CPU before MemoryError.
+BUDGET_S = 3.0
 WALL_LIMIT_S = 60
 GPULAB = str(Path(sys.executable).parent / "gpulab")
 FLEET_TAIL = "apiVersion: gpulab.dev/v1\nkind: Fleet\nmetadata: {name: bomb}\nspec:\n  pools:\n"
@@ -82,12 +85,12 @@ def run_child(code: str, tmp_path: Path) -> dict[str, Any]:
     of the step itself."""
     script = (
         "import json, time, traceback\n"
-        "started = time.perf_counter()\n"
+        "started = time.process_time()\n"
         f"try:\n{indented(code, '    ')}\n"
         "except BaseException as exc:\n"
         "    result = {'type': type(exc).__name__, 'module': type(exc).__module__, 'message': str(exc)[:4000]}\n"
         "else:\n    result = {'type': None}\n"
-        "print(json.dumps({'seconds': time.perf_counter() - started, **result}))\n"
+        "print(json.dumps({'seconds': time.process_time() - started, **result}))\n"
     )
     try:
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
@@ -107,7 +110,7 @@ def refused_at_once(report: dict[str, Any], error: str, *fragments: str) -> None
     assert report["type"] == error, report
     for fragment in fragments:
         assert fragment in report["message"], report["message"]
-    assert report["seconds"] < BUDGET_S, f"took {report['seconds']:.2f} s"
+    assert report["seconds"] < BUDGET_S, f"took {report['seconds']:.2f} CPU s"
 
 
 @pytest.mark.parametrize("case", sorted(FLEETS))
@@ -170,9 +173,11 @@ def test_other_readers_of_user_yaml_refuse_bombs_too(case: str, tmp_path: Path) 
 
 def gpulab(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     env = dict(os.environ, GPULAB_STATE_DIR=str(tmp_path / "state"), GPULAB_QUIZ_DB=str(tmp_path / "quiz.db"))
-    script = ("import subprocess, sys, time\nstarted = time.perf_counter()\n"
+    # The command's CPU time (user + system, from the kernel's account of the finished child), not wall time.
+    script = ("import resource, subprocess, sys\n"
               f"proc = subprocess.run({[GPULAB, *args]!r}, capture_output=True, text=True)\n"
-              "sys.stderr.write(proc.stderr)\nprint(time.perf_counter() - started)\nsys.exit(proc.returncode)\n")
+              "used = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+              "sys.stderr.write(proc.stderr)\nprint(used.ru_utime + used.ru_stime)\nsys.exit(proc.returncode)\n")
     try:
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path,
                               timeout=WALL_LIMIT_S, preexec_fn=_limit_memory, check=False)
@@ -200,7 +205,8 @@ CLI: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
 
 @pytest.mark.parametrize("case", sorted(CLI))
 def test_the_command_line_gives_one_clear_error_quickly(case: str, tmp_path: Path) -> None:
-    """The refusal costs at most ``BUDGET_S`` more than the same command refusing a file that is not YAML."""
+    """The refusal costs at most ``BUDGET_S`` more CPU time than the same command refusing a file that is not
+    YAML."""
     text, args, fragments = CLI[case]
     bomb, plain = tmp_path / "bomb.yaml", tmp_path / "plain.yaml"
     bomb.write_text(text)
@@ -211,7 +217,7 @@ def test_the_command_line_gives_one_clear_error_quickly(case: str, tmp_path: Pat
     assert proc.stderr.count("error: ") == 1 and "bomb.yaml" in proc.stderr, proc.stderr
     for fragment in fragments:
         assert fragment in proc.stderr, proc.stderr
-    assert took_s - base_s < BUDGET_S, f"{took_s:.2f} s against {base_s:.2f} s for a file that is not YAML"
+    assert took_s - base_s < BUDGET_S, f"{took_s:.2f} CPU s against {base_s:.2f} for a file that is not YAML"
     assert not (tmp_path / "state").exists() or not any((tmp_path / "state").rglob("state.json"))
 
 
