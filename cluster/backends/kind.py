@@ -149,7 +149,8 @@ class KindBackend(StateDir):
     # --- bring-up ----------------------------------------------------------------------------------------
 
     def steps(self) -> list[steps_mod.Step]:
-        """The bring-up, in order: one small step per concern (the fleet and GPU stack steps are local's too)."""
+        """The bring-up, in order: one small step per concern (the fleet step is local's too; the GPU stack step
+        is kind's alone, local runs the stack inside its sim-agents process)."""
         return [steps_mod.FleetStep("kind", "gpulab up --backend kind"), _Plan(), _Tools(self), _NodePlugin(self),
                 _Config(self), _Create(self), _FleetNodes(self), _WaitNodes(self),
                 steps_mod.GpuStackStep(self.sup, self.kubeconfig(), None, self.devices_dir())]
