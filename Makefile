@@ -58,9 +58,11 @@ kind-image: install kind-base
 # Jupyter refuses to start as root unless told (containers and CI-like machines run as root).
 JUPYTER_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
+# `course trust`: this account's JupyterLab draws the notebooks' saved widgets before anything runs (labs/nbtrust.py).
 course:
 	@$(STAGE) install $(MAKE) --no-print-directory -j3 install
 	$(GPULAB) up
+	$(GPULAB) course trust
 	@eval "$$($(GPULAB) env)"; echo ">> KUBECONFIG=$$KUBECONFIG"; \
 	  export KUBECONFIG PATH; \
 	  $(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(JUPYTER_PORT) --no-browser --notebook-dir=course $(JUPYTER_ROOT_FLAG)
