@@ -14,14 +14,12 @@ import dataclasses
 import json
 import logging
 import os
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from cluster import backends, errors, inside, settings
+from cluster import backends, errors, inside, poll, settings
 from cluster.backends import guard, kind as kind_backend
-from cluster.backends.base import state_root
 from cluster.kube.client import Client
 from graders import Check, ClusterView, LiveView, Report, Severity, snapshot, source, write_bundle
 from labs import catalog, checks, evidence, grading, kubeapply, predict, replay, resume, scope, steps
@@ -39,7 +37,7 @@ def default_workdir(lab_id: str) -> Path:
 
 
 def _record_path(lab_id: str) -> Path:
-    return state_root() / "labs" / f"{lab_id}.json"
+    return settings.state_root() / "labs" / f"{lab_id}.json"
 
 
 class Lab:
@@ -204,17 +202,18 @@ class Lab:
             kind = self._on_kind(client)
             ev = self._evidence(LiveView(client))
             by_id = {c.id: c for c in self.spec.checks}
-            report = Report.from_checks(self.id, [self._on_kind_check(ev, c, kind) for c in
-                                                  grading.run_checks(self.spec, ev, strict=False).checks])
-            deadline = time.monotonic() + wait
-            while not report.passed and time.monotonic() < deadline:
-                failing = [c for c in report.checks if not c.passed and by_id[c.id].cluster]
-                if not failing:
-                    break
-                time.sleep(0.5)
+            first = Report.from_checks(self.id, [self._on_kind_check(ev, c, kind) for c in
+                                                 grading.run_checks(self.spec, ev, strict=False).checks])
+
+            def failing(report: Report) -> list[Check]:
+                return [c for c in report.checks if not c.passed and by_id[c.id].cluster]
+
+            def again(report: Report) -> Report:
                 ev.view = LiveView(client)
-                redone = {c.id: self._on_kind_check(ev, self._evaluate(ev, c.id), kind) for c in failing}
-                report = Report.from_checks(self.id, [redone.get(c.id, c) for c in report.checks])
+                redone = {c.id: self._on_kind_check(ev, grading.evaluate(self.id, by_id[c.id], ev, strict=False), kind) for c in failing(report)}
+                return Report.from_checks(self.id, [redone.get(c.id, c) for c in report.checks])
+
+            report = poll.until(first, again, lambda r: r.passed or not failing(r), wait=wait, interval=0.5)
         if wait > 0:
             report = Report.from_checks(self.id, [self._timed_out(c, wait, by_id[c.id].cluster)
                                                   for c in report.checks])
@@ -243,21 +242,9 @@ class Lab:
         if c.id not in kind or (c.passed and c.id not in kind_backend.only_on_kind(self.id)):
             return c
         reason, spec = kind[c.id]
-        got = self._evaluate_spec(ev, spec)
+        got = grading.evaluate(self.id, spec, ev, strict=False)
         return Check(c.id, got.passed, c.points, f"{reason}. Graded on what kind produces: {got.message}",
                      "" if got.passed else spec.hint)
-
-    def _evaluate(self, ev: evidence.Evidence, check_id: str) -> Check:
-        return self._evaluate_spec(ev, next(c for c in self.spec.checks if c.id == check_id))
-
-    @staticmethod
-    def _evaluate_spec(ev: evidence.Evidence, spec: CheckSpec) -> Check:
-        try:
-            outcome = spec.rule.evaluate(ev)
-        except Exception:
-            log.exception("check %s crashed", spec.id)
-            return Check(spec.id, False, spec.points, "gpulab could not run this check (a bug in gpulab)", "")
-        return Check(spec.id, outcome.passed, spec.points, outcome.message, "" if outcome.passed else spec.hint)
 
     @staticmethod
     def _timed_out(c: Check, wait: float, cluster: bool) -> Check:

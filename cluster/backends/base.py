@@ -11,7 +11,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import platformdirs
 
 from cluster import errors, fleet as fleet_mod, progress as progress_mod, safefs, settings
 
@@ -26,11 +25,6 @@ def free_mib(path: Path) -> float:
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     return shutil.disk_usage(probe).free / 2**20
-
-
-def state_root() -> Path:
-    """Where clusters keep their state: the settings' ``state_dir`` (``$GPULAB_STATE_DIR``) or the XDG state dir."""
-    return settings.current().state_dir or Path(platformdirs.user_state_dir("gpulab"))
 
 
 @dataclass(frozen=True)
@@ -79,7 +73,7 @@ class StateDir:
 
     def __init__(self, cluster_name: str = "gpulab", root: Path | None = None) -> None:
         self.cluster_name = cluster_name
-        self.dir = (root or state_root()) / cluster_name
+        self.dir = (root or settings.state_root()) / cluster_name
         self._lock_depth = 0
 
     def claim(self) -> None:

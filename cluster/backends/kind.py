@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cluster import binaries, errors, fleet as fleet_mod, gobuild, ops, progress as progress_mod, versions
+from cluster import errors, fleet as fleet_mod, gobuild, ops, progress as progress_mod, settings, versions
 from cluster.backends import kindconfig, kindthaw, kindtool, steps as steps_mod
 from cluster.backends.base import ClusterStatus, ComponentStatus, StateDir
 from cluster.kube import kubeconfig
@@ -396,12 +396,12 @@ class _Tools(_KindStep):
 def ensure_node_plugin(prog: progress_mod.Progress) -> Path:
     """The node plugin's binary, built when missing (the kind image's set-up builds it, so no test does first).
     Named by its source: built once per source, and a running cluster keeps the binary it mounted."""
-    binary = binaries.cache_dir() / "bin" / "kindplugin" / f"kindplugin-{gobuild.source_key('kindplugin')}"
+    binary = settings.cache_root() / "bin" / "kindplugin" / f"kindplugin-{gobuild.source_key('kindplugin')}"
     if binary.exists():
         return binary
     prog.start("building gpulab's device plugin for the kind nodes")
     try:
-        built = gobuild.build_standalone(binaries.cache_dir(), "kindplugin", prog)
+        built = gobuild.build_standalone(settings.cache_root(), "kindplugin", prog)
     except errors.BinariesUnavailable as exc:
         raise errors.BackendUnavailable(
             "the kind backend runs gpulab's device plugin in every node, and it could not be built: "
