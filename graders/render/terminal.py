@@ -52,7 +52,10 @@ def print_report(report: findings.Report, console: Console) -> None:
 
 
 def _plain_console(buffer: io.StringIO) -> Console:
-    return Console(file=buffer, width=110, color_system=None, highlight=False, force_terminal=False)
+    # force_jupyter=False: inside a kernel rich would hand each printed line to IPython's display instead of the
+    # buffer, so a cell ending in `lab.check()` showed the report twice (a line per output, then the table).
+    return Console(file=buffer, width=110, color_system=None, highlight=False, force_terminal=False,
+                   force_jupyter=False)
 
 
 def report_text(report: findings.Report) -> str:
