@@ -159,9 +159,11 @@ class KindBackend(StateDir):
                 _WaitNodes(self, found), steps_mod.GpuStackStep(self.sup, self.kubeconfig(), None, self.devices_dir())]
 
     def up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, *, retain: bool = False) -> ClusterStatus:
-        fresh = not self.exists()
-        ctx = steps_mod.Context(self, prog, fl, state=self._state(), fresh=fresh, retain=retain)
-        steps_mod.bring_up(self.steps(), ctx, fresh=fresh, retain=retain, teardown=self._teardown_failed)
+        # One command at a time works on the state folder, as on local: a second `up` waits for the first.
+        with self.locked("gpulab up --backend kind"):
+            fresh = not self.exists()
+            ctx = steps_mod.Context(self, prog, fl, state=self._state(), fresh=fresh, retain=retain)
+            steps_mod.bring_up(self.steps(), ctx, fresh=fresh, retain=retain, teardown=self._teardown_failed)
         return self.status()
 
     def _teardown_failed(self) -> None:
