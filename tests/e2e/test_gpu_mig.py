@@ -135,9 +135,14 @@ def test_impossible_layout_fails_with_a_reason(mixed: Client, local_cluster: Any
     client.patch(POLICY, {"spec": {"migManager": {"config": {"name": "impossible-mig-config"}}}})
     try:
         apply_config(client, "impossible", expect="failed")
-        failure = json.loads(client.get(f"/api/v1/nodes/{NODE}")["metadata"]["annotations"][names.MIG_FAILURE])
-        assert failure["config"] == "impossible" and "does not fit" in failure["reason"]
-        assert failure["file"] == "impossible-mig-config"
+
+        def failure() -> dict[str, str]:
+            return dict(json.loads(client.get(f"/api/v1/nodes/{NODE}")["metadata"]["annotations"][names.MIG_FAILURE]))
+
+        # A reconcile that ran before the stack read the new policy failed against the generated file; a failure
+        # against another file than the policy's now names is tried again (the operator rolls the DaemonSet).
+        wait_for(lambda: failure()["file"] == "impossible-mig-config", 20, what="the failure read impossible-mig-config")
+        assert failure()["config"] == "impossible" and "does not fit" in failure()["reason"]
         said = mig_manager_log(local_cluster, client, NODE)
         assert "error setting MIGConfig: error attempting multiple config orderings: all orderings failed" in said
         events = client.get("/api/v1/namespaces/default/events")["items"]

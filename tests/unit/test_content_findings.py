@@ -77,3 +77,39 @@ def test_2_3_the_mig_manager_generates_its_config_when_no_configmap_is_named() -
         assert re.search(r"v0\.14", corpus()[path]) and "fallback" in corpus()[path], path
     assert "name only when set" in corpus()["docs/gpu-stack.md"] or \
         "renders `name` only when set" in corpus()["docs/gpu-stack.md"]
+
+
+def test_4_a_failed_mig_change_is_not_reported_in_node_events() -> None:
+    """Finding 4: mig-parted records no Event; the reason is in the mig-manager pod's log and the state label."""
+    assert where(r"(node|kubectl describe node)[^.]{0,40}events? (say|show|tell)s? why the MIG") == []
+    module = cells("06-troubleshooting-operations.ipynb")[9]
+    assert "No event says why" in module and "nvidia-mig-manager" in module
+    hint = corpus()["labs/07-capstone/lab.yaml"]
+    assert "log (`kubectl logs -n gpu-operator -l app=nvidia-mig-manager --prefix`) says why" in hint
+
+
+def test_5_a_plugin_that_never_registered_adds_no_gpu_resource() -> None:
+    """Finding 5: failing the driver/toolkit gate leaves no nvidia.com/gpu at all; capacity without allocatable
+    follows only a plugin that registered and stopped, for the kubelet's 5-minute grace period."""
+    assert where(r"runs no device plugin and shows GPUs in capacity but none allocatable") == []
+    key_points = cells("02-gpu-operator.ipynb")[41]
+    assert "neither in capacity nor in allocatable" in key_points and "5-minute grace period" in key_points
+
+
+def test_6_the_device_plugin_need_not_run_privileged() -> None:
+    """Finding 6: NVIDIA's reference DaemonSet (k8s-device-plugin v0.20.0) is unprivileged with a hostPath."""
+    assert where(r"must mount `/var/lib/kubelet/device-plugins` from the host and run privileged") == []
+    assert where(r"run the plugin privileged with the host path mounted") == []
+    assert where(r"without the privileged mount of") == []
+    assert "need not run privileged" in cells("01-gpu-fundamentals-device-plugins.ipynb")[3]
+    bank = corpus()["quizzes/banks/gpu-fundamentals.yaml"]
+    assert re.search(r"fund-grpc-b.{0,3000}unprivileged", bank)
+
+
+def test_7_the_570_driver_known_issue_names_its_range_symptom_and_fix() -> None:
+    """Finding 7: drivers 570.124.06-570.158.01 (release notes 25.3.1/25.3.2), pods Pending, fixed in 570.172.08;
+    the outcomes file no longer calls the row untaught."""
+    row = cells("06-troubleshooting-operations.ipynb")[9]
+    assert "570.124.06 to 570.158.01" in row and "570.172.08" in row and "stay `Pending`" in row
+    assert where(r"570-series drivers \(known issue in GPU Operator 26\.3\)") == []
+    assert not re.search(r"570[^\n]{0,200}not taught|not taught[^\n]{0,200}570", corpus()["course/outcomes.yaml"])

@@ -31,8 +31,8 @@ def cluster_policy() -> dict[str, Any]:
     """The Helm chart's default ClusterPolicy (``mig.strategy: single``, every operand enabled).
 
     ``migManager.config`` is ``{default: all-disabled}`` with no ``name``: the chart's ``values.yaml`` has
-    ``name: ""`` since v24.9 and ``templates/clusterpolicy.yaml`` renders ``name`` only when set (GPU Operator
-    v26.7.0), so MIG manager v0.14+ generates its layouts from the node's GPUs (``cluster.sim.gpu.world``).
+    ``name: ""`` since v24.6.0 and ``templates/clusterpolicy.yaml`` renders ``name`` only when set since v26.3.0
+    (before, the CRD defaulted the empty name to default-mig-parted-config), so MIG manager v0.14+ generates its layouts from the node's GPUs (``cluster.sim.gpu.world``).
 
     The CRD requires ``operator`` (with ``defaultRuntime``), ``daemonsets``, ``driver``, ``toolkit``,
     ``devicePlugin``, ``dcgm``, ``dcgmExporter``, ``gfd`` and ``nodeStatusExporter``; the API server then
