@@ -113,3 +113,19 @@ def test_7_the_570_driver_known_issue_names_its_range_symptom_and_fix() -> None:
     assert "570.124.06 to 570.158.01" in row and "570.172.08" in row and "stay `Pending`" in row
     assert where(r"570-series drivers \(known issue in GPU Operator 26\.3\)") == []
     assert not re.search(r"570[^\n]{0,200}not taught|not taught[^\n]{0,200}570", corpus()["course/outcomes.yaml"])
+
+
+def test_8_an_explicit_false_under_mps_needs_device_plugin_v0_20() -> None:
+    """Finding 8: v0.15-v0.19 force failRequestsGreaterThanOne to true under MPS; v0.20.0 honours false."""
+    assert where(r"`failRequestsGreaterThanOne` is on unless you turn it off") == []
+    lab = corpus()["labs/04e-mps/lab.yaml"]
+    assert "honoured only from device plugin v0.20.0" in lab and "v0.15 to v0.19 force it" in lab
+
+
+def test_9_the_dra_node_label_is_gpulabs_convention() -> None:
+    """Finding 9: ``nvidia.com/dra-driver.enabled`` is gpulab's switch; NVIDIA's chart selects nodes by affinity."""
+    lab = corpus()["labs/07-capstone/lab.yaml"]
+    assert "gpulab's own switch, not an NVIDIA one" in lab and "kubeletPlugin.affinity" in lab
+    takeaways = cells("07-capstone.ipynb")[6]
+    assert "this lab cluster's convention" in takeaways and "kubeletPlugin.affinity" in takeaways
+    assert "kubeletPlugin.affinity" in " ".join(cells("05-dra.ipynb"))
