@@ -129,3 +129,20 @@ def test_9_the_dra_node_label_is_gpulabs_convention() -> None:
     takeaways = cells("07-capstone.ipynb")[6]
     assert "this lab cluster's convention" in takeaways and "kubeletPlugin.affinity" in takeaways
     assert "kubeletPlugin.affinity" in " ".join(cells("05-dra.ipynb"))
+
+
+def test_smaller_slips_stay_fixed() -> None:
+    """The smaller slips of issue 28, each at every place it appeared."""
+    assert where(r"values only apply to a new installation") == []
+    assert "helm upgrade" in corpus()["labs/02b-operator-values/lab.yaml"]
+    assert where(r"\(plus `mig-devices` when enabled\), nothing else") == []
+    assert "device-filter" in corpus()["labs/04f-mig-parted/lab.yaml"]
+    assert where(r"leaves the plugin (pod )?in `ContainerCreating`") == []
+    assert where(r"plugin pod stays `ContainerCreating` with a `FailedMount`") == []
+    assert where(r"GPU Operator v24\.6\.0 and later") == []
+    assert "GPU Operator v24.3.0 and later" in corpus()["course/04-time-slicing-and-mps.ipynb"]
+    assert where(r"`mig\.capable`, `mig\.strategy`, `mig\.config\.state` \| MIG support and state") == []
+    assert where(r"effective utilisation of about 48 % of what is held") == []
+    assert "only 32 can be held" in cells("04-time-slicing-and-mps.ipynb")[2]
+    assert re.search(r"dra-versions-b.{0,1500}1\.34\.2", corpus()["quizzes/banks/dra.yaml"])
+    assert re.search(r"share-migstrategy-b.{0,800}four A100", corpus()["quizzes/banks/mig.yaml"])
