@@ -30,6 +30,10 @@ def crd() -> dict[str, Any]:
 def cluster_policy() -> dict[str, Any]:
     """The Helm chart's default ClusterPolicy (``mig.strategy: single``, every operand enabled).
 
+    ``migManager.config`` is ``{default: all-disabled}`` with no ``name``: the chart's ``values.yaml`` has
+    ``name: ""`` since v24.6.0 and ``templates/clusterpolicy.yaml`` renders ``name`` only when set since v26.3.0
+    (before, the CRD defaulted the empty name to default-mig-parted-config), so MIG manager v0.14+ generates its layouts from the node's GPUs (``cluster.sim.gpu.world``).
+
     The CRD requires ``operator`` (with ``defaultRuntime``), ``daemonsets``, ``driver``, ``toolkit``,
     ``devicePlugin``, ``dcgm``, ``dcgmExporter``, ``gfd`` and ``nodeStatusExporter``; the API server then
     fills in the CRD's defaults (``operator.runtimeClass: nvidia``, ...)."""
@@ -43,7 +47,7 @@ def cluster_policy() -> dict[str, Any]:
             "dcgm": dict(on), "dcgmExporter": dict(on), "nodeStatusExporter": {"enabled": False},
             "devicePlugin": {"enabled": True, "mps": {"root": policy_mod.DEFAULT_MPS_ROOT}},
             "mig": {"strategy": "single"},
-            "migManager": {"enabled": True, "config": {"name": names.MIG_CONFIGMAP, "default": "all-disabled"}},
+            "migManager": {"enabled": True, "config": {"default": "all-disabled"}},
         },
     }
 
