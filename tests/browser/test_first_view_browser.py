@@ -34,7 +34,7 @@ MODULES = [p.name for p in nboutputs.notebooks(COURSE)]
 NEWS = "Would you like to get notified about official Jupyter news?"
 # What showed before: a widget's repr as text, or the widget renderer's own failure lines.
 NOT_SHOWN = ("VBox(children=", "HTML(value=", "<style>", "Error displaying widget", "Loading widget...")
-UNTRUSTED = "untrusted-03-scheduling.ipynb"  # a copy that is not the course's own: the trust step leaves it
+UNTRUSTED = "03-scheduling-copy.ipynb"  # a copy that is not the course's own: the trust step leaves it
 
 
 def widgets(name: str) -> tuple[int, list[str]]:
