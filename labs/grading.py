@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cluster import errors, poll
+from cluster import backends, errors, poll
 from cluster.kube.client import Client
 from graders import Bundle, Check, LiveView, Report, load_bundle
 from labs import catalog, evidence, replay as replay_mod
@@ -107,8 +107,6 @@ def grade(lab_id: str, submission: Path, *, bundle: Path | None = None, live: bo
     sub = read_submission(spec, submission, bundle)
     fleet = evidence.fleet_facts(spec.fleet)
     if live:
-        from cluster import backends
-
         with Client.from_kubeconfig(kubeconfig or backends.current().kubeconfig()) as client:
             return run_checks(spec, evidence.Evidence(sub.files, spec.linted, fleet, LiveView(client),
                                                       compile_cel=compile_cel))

@@ -22,11 +22,10 @@ from cluster import backends, errors, inside, poll, settings
 from cluster.backends import guard, kind as kind_backend
 from cluster.kube.client import Client
 from graders import Check, ClusterView, LiveView, Report, Severity, snapshot, source, write_bundle
-from labs import catalog, checks, evidence, grading, kubeapply, predict, replay, resume, scope, steps
-from labs.checks import static
+from labs import catalog, evidence, grading, kubeapply, predict, replay, resume, scope, steps
 from labs.classroom import solutions
 from labs.checks.live import PredictionRule
-from labs.spec import CheckSpec, LabSpec, Problems, Task
+from labs.spec import CheckSpec, LabSpec, Task
 
 log = logging.getLogger(__name__)
 BACKUPS = ".gpulab-backup"
@@ -210,7 +209,8 @@ class Lab:
 
             def again(report: Report) -> Report:
                 ev.view = LiveView(client)
-                redone = {c.id: self._on_kind_check(ev, grading.evaluate(self.id, by_id[c.id], ev, strict=False), kind) for c in failing(report)}
+                redone = {c.id: self._on_kind_check(ev, grading.evaluate(self.id, by_id[c.id], ev, strict=False), kind)
+                          for c in failing(report)}
                 return Report.from_checks(self.id, [redone.get(c.id, c) for c in report.checks])
 
             report = poll.until(first, again, lambda r: r.passed or not failing(r), wait=wait, interval=0.5)
@@ -220,26 +220,19 @@ class Lab:
         return report
 
     def _on_kind(self, client: Client) -> dict[str, tuple[str, CheckSpec]]:
-        """On a kind cluster: check id -> (why kind differs, the check of what kind produces); else nothing."""
-        why, rules = kind_backend.differences(self.id), kind_backend.on_kind(self.id)
-        if not why or not kind_backend.runs_on_kind(client):
+        """On a kind cluster: check id -> (why kind differs, the check of what kind produces), from the lab's
+        ``spec.backends.kind`` and the backend's reasons (``kind.lacks``); else nothing."""
+        differences = self.spec.backends.get("kind", {})
+        if not differences or not kind_backend.runs_on_kind(client):
             return {}
-        out = {}
-        for check_id, reason in why.items():
-            original = next(c for c in self.spec.checks if c.id == check_id)
-            p = Problems()
-            (key, raw), = rules[check_id].items()
-            ctx = static.LoadContext(self.spec.files, self.spec.lint_files, frozenset(), self.spec.directory)
-            rule = checks.KINDS[key](p, f"kind.ON_KIND[{self.id}][{check_id}]", raw, ctx)
-            if p:
-                raise errors.ConfigError(f"kind check {self.id}/{check_id}", p.items)
-            out[check_id] = (reason, dataclasses.replace(original, rule=rule))
-        return out
+        by_id = {c.id: c for c in self.spec.checks}
+        return {check_id: (kind_backend.lacks(d.lacks, d.then), dataclasses.replace(by_id[check_id], rule=d.rule))
+                for check_id, d in differences.items()}
 
     def _on_kind_check(self, ev: evidence.Evidence, c: Check, kind: dict[str, tuple[str, CheckSpec]]) -> Check:
         """A check kind cannot produce, failing as written, graded on what kind does produce, with the reason
         (docs/kind.md, "What a kind kubelet cannot do")."""
-        if c.id not in kind or (c.passed and c.id not in kind_backend.only_on_kind(self.id)):
+        if c.id not in kind or (c.passed and not self.spec.backends["kind"][c.id].only):
             return c
         reason, spec = kind[c.id]
         got = grading.evaluate(self.id, spec, ev, strict=False)

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cluster import settings
-from quizzes import analysis, bankcheck, collect, errors, model, pairing, report, saved_view, scoring, shuffle, store
+from quizzes import (analysis, bankcheck, collect, errors, model, pairing, render, report, saved_view, scoring, shuffle,
+                     store)
 from quizzes.bank import builtin_banks, get_bank, load_bank, load_banks, sections
 from quizzes.session import QuizSession
 
@@ -80,8 +81,6 @@ def show(section: str, phase: str = "pre", learner: str | None = None, *, store_
 def results(learner: str | None = None, *, store_path: str | Path | None = None) -> None:
     """Display one learner's pre score, post score and normalised gain for every section."""
     from IPython.display import HTML, display
-
-    from quizzes import render
 
     who = learner_id(learner)
     with store.Store.open(store_path) as opened:

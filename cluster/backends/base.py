@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 
 from cluster import errors, fleet as fleet_mod, progress as progress_mod, safefs, settings
+from cluster.ops import NodeStatus
 
 # Write failures that are about the disk, not about gpulab: reported as one clear message, never a traceback.
 _DISK_ERRNOS = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
@@ -34,17 +35,6 @@ class ComponentStatus:
     pid: int | None = None
     healthy: bool | None = None
     detail: str = ""
-
-
-@dataclass(frozen=True)
-class NodeStatus:
-    name: str
-    ready: bool
-    capacity: dict[str, str]
-    allocatable: dict[str, str]
-    taints: list[str]
-    labels: dict[str, str]
-    heartbeat: bool = True
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ class ScrapeRule:
         target, why = self.resolve(sm)
         if target is None:
             return Outcome(False, f"ServiceMonitor {self.name} finds no target: {why}")
-        return live._guarded(lambda view: self._scrape(view, target), ev)  # noqa: SLF001 - one guard for views
+        return live.guarded(lambda view: self._scrape(view, target), ev)  # noqa: SLF001 - one guard for views
 
     def resolve(self, sm: dict[str, Any]) -> tuple[tuple[int, str] | None, str]:
         """(target port, path) on the Service, as the Prometheus Operator would pick them, or why none."""
@@ -175,7 +175,7 @@ class AlertRule:
             tree = promql.parse(str(rule.get("expr") or ""))
         except promql.PromQLError as exc:
             return Outcome(False, f"alert {self.alert}: {exc.message}")
-        return live._guarded(lambda view: self._fires(view, tree), ev)  # noqa: SLF001 - one guard for views
+        return live.guarded(lambda view: self._fires(view, tree), ev)  # noqa: SLF001 - one guard for views
 
     def _fires(self, view: ClusterView, tree: promql.Expr) -> Outcome:
         try:

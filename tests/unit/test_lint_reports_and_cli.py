@@ -137,12 +137,18 @@ def test_a_report_shown_in_a_kernel_is_one_output_not_a_display_per_line(monkeyp
     assert shown == []
 
 
-def test_a_report_renders_in_a_fresh_interpreter_without_the_renderers_imported() -> None:
+def test_a_report_renders_in_a_fresh_interpreter_without_the_terminal_renderer_imported() -> None:
+    """A notebook showing a report as HTML never imports rich (the terminal renderer is imported on first use);
+    the text display still works from a fresh interpreter."""
     code = ("import sys; from graders import findings; "
             "r = findings.Report.from_checks('x', [findings.Check('c', False, 1, 'm', 'h')]); "
-            "assert 'graders.render.widget' not in sys.modules; print(r._repr_html_())")  # fmt: skip
+            "print(r._repr_html_()); assert 'graders.render.terminal' not in sys.modules; "
+            "assert 'rich.console' not in sys.modules\n"
+            "class P:\n    def text(self, t): print(t)\n"
+            "r._repr_pretty_(P(), False)")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "&#10008;" in out.stdout and "<i>h</i>" in out.stdout
+    assert "Lab x: 0/1" in out.stdout and "hint: h" in out.stdout
 
 
 def test_table_text_is_left_aligned_and_numbers_right_aligned() -> None:
