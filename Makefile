@@ -28,10 +28,17 @@ system-deps:
 
 python-deps: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# JupyterLab's settings for the course go where jupyterlab_server reads defaults (<prefix>/share/jupyter/lab/
+# settings/overrides.d, JupyterLab >= 4): no news prompt on a learner's first launch. Copied here, not as the
+# package's data-files: setuptools' editable install skips data-files (editable_wheel asks has_data, not
+# has_data_files). course/class/Containerfile copies the same file.
+LAB_OVERRIDES := share/jupyter/lab/settings/overrides.d/gpulab.json
+
+$(VENV)/.installed: pyproject.toml course/jupyterlab/gpulab.json
 	@s=$$(date +%s); set -e; test -x $(PY) || python3 -m venv $(VENV); \
 	  $(PIP) install -q --upgrade pip; \
 	  $(PIP) install -q -e '.[course,test,nvml]'; \
+	  install -D -m 644 course/jupyterlab/gpulab.json $(VENV)/$(LAB_OVERRIDES); \
 	  touch $@; echo ">> stage python-deps: $$(( $$(date +%s) - s )) s"
 
 # configurable-http-proxy (npm) for class mode's JupyterHub (`gpulab class up`), beside the venv.
@@ -58,9 +65,11 @@ kind-image: install kind-base
 # Jupyter refuses to start as root unless told (containers and CI-like machines run as root).
 JUPYTER_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
+# `course trust`: this account's JupyterLab draws the notebooks' saved widgets before anything runs (labs/nbtrust.py).
 course:
 	@$(STAGE) install $(MAKE) --no-print-directory -j3 install
 	$(GPULAB) up
+	$(GPULAB) course trust
 	@eval "$$($(GPULAB) env)"; echo ">> KUBECONFIG=$$KUBECONFIG"; \
 	  export KUBECONFIG PATH; \
 	  $(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(JUPYTER_PORT) --no-browser --notebook-dir=course $(JUPYTER_ROOT_FLAG)

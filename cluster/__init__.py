@@ -8,5 +8,5 @@ Public: the modules named in ``__all__``. ``cluster.sim`` (the simulated nodes a
 through ``cluster.gpustack`` (import-linter contracts in pyproject.toml).
 """
 
-__all__ = ["backends", "binaries", "errors", "fleet", "gpu", "gpustack", "kube", "nvidiabuild", "nvml", "ops", "pki",
+__all__ = ["backends", "binaries", "errors", "fleet", "gpu", "gpustack", "kube", "nvidiabuild", "nvml", "ops", "pki", "poll",
            "progress", "quantity", "strict", "testing", "versions"]

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-import platformdirs
 
 from cluster import errors, gobuild, progress as progress_mod, settings, versions
 from cluster.kube import http
@@ -34,19 +33,14 @@ DEFAULT_ETCD_BASE = "https://github.com/etcd-io/etcd/releases/download"
 SOURCES = ("cache", "download", "build")
 
 
-def cache_dir() -> Path:
-    """The user cache: ``$GPULAB_CACHE_DIR`` or the XDG cache dir (``~/.cache/gpulab``)."""
-    return settings.current().cache_dir or Path(platformdirs.user_cache_dir("gpulab"))
-
-
 def seeds_dir() -> Path:
     """Where etcd bootstrap seeds are kept (the public way to name it: class mode shares the folder with the
     learners' accounts): ``$GPULAB_SEED_DIR``, else ``seeds/`` in the user cache, next to the binaries."""
-    return settings.current().seed_dir or cache_dir() / "seeds"
+    return settings.current().seed_dir or settings.cache_root() / "seeds"
 
 
 def bin_dir() -> Path:
-    return cache_dir() / "bin" / f"k8s-{versions.KUBERNETES_VERSION}-etcd-{versions.ETCD_VERSION}"
+    return settings.cache_root() / "bin" / f"k8s-{versions.KUBERNETES_VERSION}-etcd-{versions.ETCD_VERSION}"
 
 
 @dataclass(frozen=True)
@@ -253,7 +247,7 @@ def ensure(
                 tried.append(f"download: {exc}")
     if "build" in sources:
         try:
-            built = gobuild.build_all(cache_dir(), prog)
+            built = gobuild.build_all(settings.cache_root(), prog)
             result = install(built, "build")
             _ensure_extras(result, prog)
             return result
@@ -272,7 +266,7 @@ def _ensure_extras(found: Binaries, prog: progress_mod.Progress) -> None:
         installed = gobuild.extra_binary_name(name)
         if not (found.directory / installed).exists():
             try:
-                path = gobuild.build_extra(cache_dir(), name, prog)
+                path = gobuild.build_extra(settings.cache_root(), name, prog)
             except errors.BinariesUnavailable as exc:
                 log.warning("could not build %s: %s", installed, exc.message)
                 continue
@@ -281,7 +275,7 @@ def _ensure_extras(found: Binaries, prog: progress_mod.Progress) -> None:
         binary = gobuild.standalone_binary_name(name)
         if not (found.directory / binary).exists():
             try:
-                path = gobuild.build_standalone(cache_dir(), name, prog)
+                path = gobuild.build_standalone(settings.cache_root(), name, prog)
             except errors.BinariesUnavailable as exc:
                 log.warning("could not build %s: %s", binary, exc.message)
                 continue

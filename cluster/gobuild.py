@@ -72,7 +72,7 @@ def etcd_wrapper_gomod() -> str:
     )
 
 
-def _tools_go(imports: tuple[str, ...]) -> str:
+def tools_go(imports: tuple[str, ...]) -> str:
     body = "\n".join(f'\t_ "{imp}"' for imp in imports)
     return f"//go:build tools\n\npackage tools\n\nimport (\n{body}\n)\n"
 
@@ -96,7 +96,7 @@ def version_ldflags(build_date: str | None = None) -> str:
 
 
 @contextmanager
-def _build_lock(directory: Path) -> Iterator[None]:
+def build_lock(directory: Path) -> Iterator[None]:
     directory.mkdir(parents=True, exist_ok=True)
     with (directory / ".lock").open("w") as fh:
         try:
@@ -107,12 +107,12 @@ def _build_lock(directory: Path) -> Iterator[None]:
         yield
 
 
-def _write_if_changed(path: Path, text: str) -> None:
+def write_if_changed(path: Path, text: str) -> None:
     if not path.exists() or path.read_text() != text:
         path.write_text(text)
 
 
-def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 3600) -> str:
+def run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 3600) -> str:
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     if proc.returncode != 0:
         raise errors.BinariesUnavailable(
@@ -147,13 +147,13 @@ def _build_with_progress(
 def _prepare_kube(cache: Path) -> Path:
     work = cache / "build" / f"kubernetes-{versions.KUBERNETES_VERSION}"
     work.mkdir(parents=True, exist_ok=True)
-    _write_if_changed(work / "go.mod", kube_wrapper_gomod())
-    _write_if_changed(work / "tools.go", _tools_go(_KUBE_CMDS))
+    write_if_changed(work / "go.mod", kube_wrapper_gomod())
+    write_if_changed(work / "tools.go", tools_go(_KUBE_CMDS))
     for tool in extra_tools():
         dest = work / "cmd" / tool
         dest.mkdir(parents=True, exist_ok=True)
         for src in (_GOSRC / tool).glob("*.go"):
-            _write_if_changed(dest / src.name, src.read_text())
+            write_if_changed(dest / src.name, src.read_text())
     return work
 
 
@@ -162,13 +162,13 @@ def build_all(cache: Path, prog: progress_mod.Progress) -> dict[str, Path]:
     go = str(go_binary())
     env = go_env(cache)
     work = _prepare_kube(cache)
-    with _build_lock(work):
+    with build_lock(work):
         started = time.monotonic()
         prog.start("resolving Kubernetes modules through the Go module proxy")
-        _run([go, "mod", "tidy"], work, env)
-        _run([go, "mod", "download"], work, env)
+        run([go, "mod", "tidy"], work, env)
+        run([go, "mod", "download"], work, env)
         prog.finish()
-        total = len(_run([go, "list", "-deps", *_KUBE_CMDS], work, env).split())
+        total = len(run([go, "list", "-deps", *_KUBE_CMDS], work, env).split())
         (work / "bin").mkdir(exist_ok=True)
         cmd = [go, "build", "-v", "-trimpath", "-ldflags", version_ldflags(), "-o", "bin/", *_KUBE_CMDS]
         _build_with_progress(cmd, work, env, total, prog, f"building Kubernetes {versions.KUBERNETES_VERSION}")
@@ -183,11 +183,11 @@ def build_etcd(cache: Path, prog: progress_mod.Progress) -> Path:
     env = go_env(cache)
     work = cache / "build" / f"etcd-{versions.ETCD_VERSION}"
     work.mkdir(parents=True, exist_ok=True)
-    _write_if_changed(work / "go.mod", etcd_wrapper_gomod())
-    _write_if_changed(work / "tools.go", _tools_go(("go.etcd.io/etcd/server/v3",)))
-    with _build_lock(work):
-        _run([go, "mod", "tidy"], work, env)
-        total = len(_run([go, "list", "-deps", "go.etcd.io/etcd/server/v3"], work, env).split())
+    write_if_changed(work / "go.mod", etcd_wrapper_gomod())
+    write_if_changed(work / "tools.go", tools_go(("go.etcd.io/etcd/server/v3",)))
+    with build_lock(work):
+        run([go, "mod", "tidy"], work, env)
+        total = len(run([go, "list", "-deps", "go.etcd.io/etcd/server/v3"], work, env).split())
         (work / "bin").mkdir(exist_ok=True)
         ld = f"-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=gpulab"
         cmd = [go, "build", "-v", "-trimpath", "-ldflags", ld, "-o", "bin/etcd", "go.etcd.io/etcd/server/v3"]
@@ -256,14 +256,14 @@ def build_standalone(cache: Path, name: str, prog: progress_mod.Progress) -> Pat
     binary = standalone_binary_name(name)
     work = cache / "build" / binary
     work.mkdir(parents=True, exist_ok=True)
-    with _build_lock(work):
-        _write_if_changed(work / "go.mod", standalone_gomod(name))
+    with build_lock(work):
+        write_if_changed(work / "go.mod", standalone_gomod(name))
         for src in (_GOSRC / name).glob("*.go"):
-            _write_if_changed(work / src.name, src.read_text())
+            write_if_changed(work / src.name, src.read_text())
         prog.start(f"building {binary}")
-        _run([go, "mod", "tidy"], work, env)
+        run([go, "mod", "tidy"], work, env)
         (work / "bin").mkdir(exist_ok=True)
-        _run([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", f"bin/{binary}", "."], work, env)
+        run([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", f"bin/{binary}", "."], work, env)
         prog.finish()
     return work / "bin" / binary
 
@@ -272,11 +272,11 @@ def build_extra(cache: Path, name: str, prog: progress_mod.Progress) -> Path:
     go = str(go_binary())
     env = go_env(cache)
     work = _prepare_kube(cache)
-    with _build_lock(work):
+    with build_lock(work):
         prog.start(f"building {name}")
-        _run([go, "mod", "tidy"], work, env)
+        run([go, "mod", "tidy"], work, env)
         (work / "bin").mkdir(exist_ok=True)
         # The version flags too: kube-control-plane's API server reports the pinned version on /version.
-        _run([go, "build", "-trimpath", "-ldflags", version_ldflags(), "-o", f"bin/{name}", f"./cmd/{name}"], work, env)
+        run([go, "build", "-trimpath", "-ldflags", version_ldflags(), "-o", f"bin/{name}", f"./cmd/{name}"], work, env)
         prog.finish()
     return work / "bin" / name

@@ -37,8 +37,8 @@ def _wrapper(cache: Path, name: str, requires: dict[str, str], imports: tuple[st
     work.mkdir(parents=True, exist_ok=True)
     req = "\n".join(f"\t{module} {version}" for module, version in requires.items())
     gomod = f"module gpulab.local/{name.split('-')[0]}\n\ngo {versions.GO_DIRECTIVE}\n\nrequire (\n{req}\n)\n"
-    gobuild._write_if_changed(work / "go.mod", gomod)
-    gobuild._write_if_changed(work / "tools.go", gobuild._tools_go(imports))
+    gobuild.write_if_changed(work / "go.mod", gomod)
+    gobuild.write_if_changed(work / "tools.go", gobuild.tools_go(imports))
     return work
 
 
@@ -50,11 +50,11 @@ def controller_gen(cache: Path, prog: progress_mod.Progress) -> Path:
                     (CRD_PACKAGE, _CONTROLLER_GEN))
     binary = work / "bin" / "controller-gen"
     go, env = str(gobuild.go_binary()), gobuild.go_env(cache)
-    with gobuild._build_lock(work):
+    with gobuild.build_lock(work):
         if not binary.exists():
             prog.start(f"building controller-gen {versions.CONTROLLER_TOOLS_VERSION}")
-            gobuild._run([go, "mod", "tidy"], work, env)
-            gobuild._run([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(binary), _CONTROLLER_GEN], work, env)
+            gobuild.run([go, "mod", "tidy"], work, env)
+            gobuild.run([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(binary), _CONTROLLER_GEN], work, env)
             prog.finish()
     return binary
 
@@ -64,7 +64,7 @@ def generate_clusterpolicy_crd(cache: Path, prog: progress_mod.Progress) -> str:
     binary = controller_gen(cache, prog)
     work = binary.parent.parent
     with tempfile.TemporaryDirectory(prefix="gpulab-crd-") as out:
-        gobuild._run([str(binary), "crd", f"paths={CRD_PACKAGE}", f"output:crd:artifacts:config={out}"], work,
+        gobuild.run([str(binary), "crd", f"paths={CRD_PACKAGE}", f"output:crd:artifacts:config={out}"], work,
                      gobuild.go_env(cache))
         produced = Path(out) / CRD_FILE
         if not produced.is_file():
@@ -74,7 +74,7 @@ def generate_clusterpolicy_crd(cache: Path, prog: progress_mod.Progress) -> str:
 
 def shipped_clusterpolicy_crd(cache: Path) -> str:
     """NVIDIA's own copy of the CRD in the pinned module (``deployments/gpu-operator/crds``), once downloaded."""
-    mod_dir = gobuild._run([str(gobuild.go_binary()), "list", "-m", "-f", "{{.Dir}}",
+    mod_dir = gobuild.run([str(gobuild.go_binary()), "list", "-m", "-f", "{{.Dir}}",
                             f"{versions.GPU_OPERATOR_MODULE}"],
                            controller_gen(cache, progress_mod.LogProgress()).parent.parent,
                            gobuild.go_env(cache)).strip()
@@ -90,10 +90,10 @@ def build_gfd(cache: Path, prog: progress_mod.Progress) -> Path:
                     {versions.DEVICE_PLUGIN_MODULE: versions.DEVICE_PLUGIN_VERSION}, (GFD_PACKAGE,))
     binary = work / "bin" / "gpu-feature-discovery"
     go, env = str(gobuild.go_binary()), {**gobuild.go_env(cache), "CGO_ENABLED": "1"}
-    with gobuild._build_lock(work):
+    with gobuild.build_lock(work):
         prog.start(f"building gpu-feature-discovery {versions.DEVICE_PLUGIN_VERSION}")
-        gobuild._run([go, "mod", "tidy"], work, env)
-        gobuild._run([go, "build", "-trimpath", "-ldflags", gfd_ldflags(), "-o", str(binary), GFD_PACKAGE], work, env)
+        gobuild.run([go, "mod", "tidy"], work, env)
+        gobuild.run([go, "build", "-trimpath", "-ldflags", gfd_ldflags(), "-o", str(binary), GFD_PACKAGE], work, env)
         prog.finish()
     return binary
 

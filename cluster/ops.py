@@ -13,11 +13,11 @@ consumption by default"). An existing namespace is never taken over: only one ca
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cluster import errors
-from cluster.backends.base import NodeStatus
 from cluster.kube import kubeconfig
 from cluster.kube.client import Client
 
@@ -60,6 +60,19 @@ _READER_RULES: list[dict[str, Any]] = [
     {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices", "deviceclasses"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ["get", "list", "watch"]},
 ]
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    """One node as `gpulab status` shows it (the backends' ``ClusterStatus.nodes``)."""
+
+    name: str
+    ready: bool
+    capacity: dict[str, str]
+    allocatable: dict[str, str]
+    taints: list[str]
+    labels: dict[str, str]
+    heartbeat: bool = True
 
 
 def node_summary(node: dict[str, Any]) -> NodeStatus:

@@ -17,7 +17,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-__all__ = ["Settings", "current", "establish", "overridden", "using"]
+import platformdirs
+
+__all__ = ["Settings", "cache_root", "current", "data_root", "establish", "overridden", "state_root", "using"]
 
 DEFAULT_ADMISSION_HOOKS = "cluster.sim.gpu.admission:admit"
 
@@ -114,6 +116,22 @@ def current() -> Settings:
     with _lock:
         found = _current
     return found if found is not None else Settings.from_env(os.environ)
+
+
+def state_root() -> Path:
+    """Where clusters and lab records live: ``state_dir`` (``$GPULAB_STATE_DIR``), else the XDG state dir."""
+    return current().state_dir or Path(platformdirs.user_state_dir("gpulab"))
+
+
+def cache_root() -> Path:
+    """The user cache (binaries, Go caches, seeds): ``cache_dir`` (``$GPULAB_CACHE_DIR``), else the XDG cache dir
+    (``~/.cache/gpulab``)."""
+    return current().cache_dir or Path(platformdirs.user_cache_dir("gpulab"))
+
+
+def data_root() -> Path:
+    """The user data dir (the quiz answer store's default folder)."""
+    return Path(platformdirs.user_data_dir("gpulab", appauthor=False))
 
 
 @contextmanager

@@ -143,9 +143,12 @@ def shown(value: object) -> str:
     return _SHOWN.repr(value)
 
 
-def closest(name: str, allowed: Iterable[str]) -> str | None:
-    """The allowed name a misspelt one most likely meant, or None."""
-    match = difflib.get_close_matches(name, sorted(allowed), n=1, cutoff=0.75)
+def closest(name: str, allowed: Iterable[str], cutoff: float = 0.75) -> str | None:
+    """The allowed name a misspelt one most likely meant (difflib's ratio at least ``cutoff``), or None.
+
+    The one "did you mean" of the project: spec readers keep the default, rules that always want a suggestion
+    lower ``cutoff``."""
+    match = difflib.get_close_matches(name, sorted(allowed), n=1, cutoff=cutoff)
     return match[0] if match else None
 
 

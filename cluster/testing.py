@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cluster import errors, ops, settings
+from cluster import binaries, errors, ops, settings
 from cluster.backends.local import LocalBackend
 from cluster.kube.client import Client
 
@@ -36,8 +36,6 @@ class LocalCluster:
 
     def kubectl(self, *args: str, check: bool = True, kubeconfig: Path | None = None,
                 input: str | None = None) -> subprocess.CompletedProcess[str]:
-        from cluster import binaries
-
         found = binaries.cached()
         assert found is not None
         cmd = [str(found.kubectl), f"--kubeconfig={kubeconfig or self.kubeconfig}", *args]

@@ -23,9 +23,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from cluster import errors, inside
+from cluster import errors, gpustack, inside
 from cluster.kube import client as kube
-from graders import findings, live_messages, producer as producer_mod, view as view_mod
+from graders import bundleview, findings, live_messages, producer as producer_mod, view as view_mod
 from graders.manifests import as_list, as_map, as_str
 from graders.view import Obj, dig
 
@@ -45,7 +45,7 @@ MAX_BYTES = 16 * 1024 * 1024
 MAX_MANIFESTS = 500
 MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_DEPTH = 64
-OPERATOR_NAMESPACE = "gpu-operator"
+OPERATOR_NAMESPACE = gpustack.names.NAMESPACE
 
 LIST_KEYS = ("nodes", "pods", "otherPods", "events", "resourceClaims", "otherClaims", "resourceSlices",
              "deviceClasses", "configMaps", "resourceQuotas")
@@ -89,9 +89,7 @@ class Bundle:
 
     def view(self) -> view_mod.ClusterView:
         """The cluster as the learner's bundle describes it: the learner's claim (for explaining, never scoring)."""
-        from graders import bundleview
-
-        return bundleview.BundleView(self)
+        return bundleview.BundleView(self.cluster, self.namespaces)
 
     def to_dict(self) -> dict[str, Any]:
         out = {"kind": KIND, "bundleVersion": self.version, "lab": self.lab,

@@ -8,27 +8,30 @@ outside the scope, which is what the explainer needs to count what each node alr
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from graders import bundle as bundle_mod, view
+from cluster import gpustack
+from graders import view
 from graders.manifests import as_list, as_str
 from graders.view import Obj, dig, name_of, namespace_of
 
 
 class BundleView:
-    def __init__(self, bundle: bundle_mod.Bundle) -> None:
-        self.bundle = bundle
-        self._scope = frozenset(bundle.namespaces)
+    def __init__(self, cluster: Mapping[str, Any], namespaces: Iterable[str]) -> None:
+        """``cluster`` and ``namespaces`` of a validated bundle (``graders.bundle.Bundle.view``)."""
+        self.cluster = cluster
+        self._scope = frozenset(namespaces)
 
     @property
     def live(self) -> bool:
         return False
 
     def _list(self, key: str) -> list[Obj]:
-        return [o for o in as_list(self.bundle.cluster.get(key)) if isinstance(o, dict)]
+        return [o for o in as_list(self.cluster.get(key)) if isinstance(o, dict)]
 
     def _in_scope(self, namespace: str, *, operator_too: bool = False) -> None:
-        if namespace in self._scope or (operator_too and namespace == bundle_mod.OPERATOR_NAMESPACE):
+        if namespace in self._scope or (operator_too and namespace == gpustack.names.NAMESPACE):
             return
         raise view.OutOfScope(namespace, sorted(self._scope))
 
@@ -70,7 +73,7 @@ class BundleView:
         return [c for c in self._list("configMaps") if namespace_of(c) == namespace]
 
     def cluster_policy(self) -> Obj | None:
-        policy: Any = self.bundle.cluster.get("clusterPolicy")
+        policy: Any = self.cluster.get("clusterPolicy")
         return policy if isinstance(policy, dict) else None
 
     def resource_quotas(self, namespace: str) -> list[Obj]:

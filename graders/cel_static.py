@@ -11,14 +11,13 @@ that does not parse, or a machine without celcheck, gives no issues (the compile
 
 from __future__ import annotations
 
-import difflib
 import logging
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cluster import errors, quantity
+from cluster import errors, quantity, strict
 from cluster.gpu import cel, dra_attributes
 
 log = logging.getLogger(__name__)
@@ -143,9 +142,9 @@ def _check_access(access: _Access) -> Iterator[Issue]:
                                                             list(dra_attributes.STANDARD_ATTRIBUTES)))
         return
     if schema is None:
-        close = difflib.get_close_matches(access.domain, list(dra_attributes.DRIVERS), n=1, cutoff=0.3)
+        close = strict.closest(access.domain, dra_attributes.DRIVERS, cutoff=0.3)
         yield Issue("dra-cel/unknown-domain", {"ref": ref, "domain": access.domain,
-                                               "suggestion": close[0] if close else "gpu.nvidia.com"})
+                                               "suggestion": close or "gpu.nvidia.com"})
         return
     if access.what == "attributes":
         yield from _check_attribute(access, schema, ref)
@@ -185,9 +184,9 @@ def _check_capacity(access: _Access, schema: dra_attributes.DriverSchema, ref: s
 
 
 def _names(ref: str, name: str, domain: str, known: list[str]) -> dict[str, object]:
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+    close = strict.closest(name, known, cutoff=0.5)
     return {"ref": ref, "name": name, "domain": domain, "known": ", ".join(sorted(known)),
-            "suggestion": close[0] if close else ""}
+            "suggestion": close or ""}
 
 
 def _compared_literal(access: _Access) -> Node | None:
@@ -240,5 +239,5 @@ def _driver_comparisons(nodes: Iterator[Node]) -> Iterator[Issue]:
         for this, other in ((args[0], args[1]), (args[1], args[0])):
             driver = _string(other)
             if _is_device_field(this, "driver") and driver is not None and driver not in dra_attributes.DRIVERS:
-                close = difflib.get_close_matches(driver, known, n=1, cutoff=0.3)
-                yield Issue("dra-cel/unknown-driver", {"driver": driver, "suggestion": close[0] if close else known[0]})
+                close = strict.closest(driver, known, cutoff=0.3)
+                yield Issue("dra-cel/unknown-driver", {"driver": driver, "suggestion": close or known[0]})

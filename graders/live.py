@@ -10,12 +10,11 @@ Wording comes from ``graders.live_messages``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from cluster import quantity
+from cluster import poll, quantity
 from graders import findings, live_messages, messages, view as view_mod
 from graders.manifests import as_list, as_map, as_str
 from graders.view import ClusterView, Obj, dig
@@ -40,13 +39,8 @@ def _out(passed: bool, key: str, /, **fields: object) -> Outcome:
 def settle(view: ClusterView, wait: float, what: str, probe: Callable[[], Outcome]) -> Outcome:
     """Look once; on a live view keep looking until the probe passes or ``wait`` seconds are over."""
     wait = max(0.0, min(float(wait), MAX_WAIT))
-    deadline = time.monotonic() + wait
-    while True:
-        outcome = _scoped(probe)
-        remaining = deadline - time.monotonic()
-        if outcome.passed or not view.live or remaining <= 0:
-            break
-        time.sleep(min(POLL_INTERVAL, remaining))
+    outcome = poll.until(_scoped(probe), lambda _: _scoped(probe), lambda o: o.passed or not view.live, wait=wait,
+                         interval=POLL_INTERVAL)
     if outcome.passed or not view.live or wait <= 0:
         return outcome
     timed_out = live_messages.say("wait/timed-out", wait=f"{wait:g}", what=what, last=outcome.said.message)

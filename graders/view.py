@@ -16,7 +16,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from cluster import errors
+from cluster import errors, gpustack
 from cluster.kube import client as kube
 from graders.manifests import as_list, as_str
 
@@ -25,7 +25,6 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 RESOURCE_API = "/apis/resource.k8s.io/v1"
-POLICY_PATH = "/apis/nvidia.com/v1/clusterpolicies"
 
 
 class OutOfScope(errors.CourseError):
@@ -148,7 +147,7 @@ class LiveView:
         return by_name(self._items(f"/api/v1/namespaces/{namespace}/configmaps"))
 
     def cluster_policy(self) -> Obj | None:
-        items = by_name(self._items(POLICY_PATH))
+        items = by_name(self._items(gpustack.names.POLICY_PATH))
         return items[0] if items else None
 
     def resource_quotas(self, namespace: str) -> list[Obj]:

@@ -18,6 +18,10 @@ The public API (stable; notebooks and nbgrader use only this):
   one submission per subfolder, each in a limited child process, into a CSV written row by row.
 - ``GraderCluster(fleet="starter", *, kubeconfig=None)``: the grader's own cluster (a context manager).
 
+- Public modules for notebook cells: ``labs.shell`` (``kubectl``, ``apply``, ``create``, ``gpulab``,
+  ``use_cluster``, ``dcgm_samples``) and the figures ``labs.figures``, ``labs.figures_dra``,
+  ``labs.figures_operator``, ``labs.figures_topology``. Every other module of ``labs`` is internal.
+
 Reports are ``graders.Report`` (score, max_score, checks with id, passed, points, message, hint); a notebook
 shows one as a cell's value (``lab.check()``), and ``graders.render`` prints them elsewhere.
 """
@@ -58,5 +62,6 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__all__ = ["BatchResult", "GraderCluster", "GradingError", "Lab", "LabSpec", "Report", "Task", "attach", "get", "grade",
-           "grade_batch", "list_labs", "start"]
+__all__ = ["BatchResult", "GraderCluster", "GradingError", "Lab", "LabSpec", "Report", "Task", "attach", "figures",
+           "figures_dra", "figures_operator", "figures_topology", "get", "grade", "grade_batch", "list_labs", "shell",
+           "start"]

@@ -29,7 +29,7 @@ import yaml
 
 from cluster import errors
 from graders import bundle as bundle_mod
-from labs import catalog, replay
+from labs import catalog, nbgrader_autograde, replay
 from labs.classroom import solutions
 from labs.grader_cluster import GraderCluster
 from labs.spec import LabSpec
@@ -237,7 +237,6 @@ def round_trip(course_dir: Path, workdir: Path, lab_ids: Sequence[str],
 
 def _round_trip(course_dir: Path, workdir: Path, lab_ids: Sequence[str], step: Callable[[str], None],
                 cluster: GraderCluster) -> list[StudentResult]:
-    from labs import nbgrader_autograde
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)

@@ -11,8 +11,7 @@ import logging
 from pathlib import Path
 from types import TracebackType
 
-from cluster import fleet as fleet_mod
-from cluster.backends.base import state_root
+from cluster import fleet as fleet_mod, settings
 from cluster.kube.client import Client
 from cluster.progress import LogProgress, Progress
 
@@ -27,7 +26,7 @@ class GraderCluster:
     def __init__(self, fleet: str = "starter", *, kubeconfig: Path | None = None, root: Path | None = None,
                  keep: bool = False, progress: Progress | None = None) -> None:
         self.fleet = fleet
-        self.root = root or state_root() / "grading"
+        self.root = root or settings.state_root() / "grading"
         self.keep = keep
         self.progress = progress or LogProgress()
         self._kubeconfig = kubeconfig

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cluster import errors
+from cluster import backends, errors, poll
 from cluster.kube.client import Client
 from graders import Bundle, Check, LiveView, Report, load_bundle
 from labs import catalog, evidence, replay as replay_mod
-from labs.spec import LabSpec
+from labs.spec import CheckSpec, LabSpec
 from quizzes.render import csv_cell
 
 BUNDLE_FILE = "evidence.json"  # what lab.submit() writes into the lab folder
@@ -44,22 +44,23 @@ class GradingError(errors.CourseError):
 
 def run_checks(spec: LabSpec, ev: evidence.Evidence, *, strict: bool = True) -> Report:
     """Every check the evidence can answer, in lab order. ``strict``: a crashing check raises."""
-    results: list[Check] = []
-    for c in spec.checks:
-        if c.cluster and ev.view is None:
-            continue
-        try:
-            outcome = c.rule.evaluate(ev)
-        except Exception as exc:  # a crash in a check is our bug, never the learner's
-            log.exception("check %s of lab %s crashed", c.id, spec.id)
-            if strict:
-                raise GradingError(f"check {c.id} of lab {spec.id} crashed: {type(exc).__name__}: {exc}",
-                                   hint="this is a bug in gpulab; please report it with the submission") from exc
-            results.append(Check(c.id, False, c.points, f"gpulab could not run this check ({type(exc).__name__}); "
-                                                        "this is a bug in gpulab, not your mistake", ""))
-            continue
-        results.append(Check(c.id, outcome.passed, c.points, outcome.message, "" if outcome.passed else c.hint))
-    return Report.from_checks(spec.id, results)
+    return Report.from_checks(spec.id, [evaluate(spec.id, c, ev, strict=strict) for c in spec.checks
+                                        if not (c.cluster and ev.view is None)])
+
+
+def evaluate(lab_id: str, c: CheckSpec, ev: evidence.Evidence, *, strict: bool = True) -> Check:
+    """One check on the evidence: the one evaluate path (``run_checks``, and ``Lab.check`` reading a failing
+    check again). ``strict``: a crashing check raises ``GradingError``; else it is a failed check saying so."""
+    try:
+        outcome = c.rule.evaluate(ev)
+    except Exception as exc:  # a crash in a check is our bug, never the learner's
+        log.exception("check %s of lab %s crashed", c.id, lab_id)
+        if strict:
+            raise GradingError(f"check {c.id} of lab {lab_id} crashed: {type(exc).__name__}: {exc}",
+                               hint="this is a bug in gpulab; please report it with the submission") from exc
+        return Check(c.id, False, c.points, f"gpulab could not run this check ({type(exc).__name__}); "
+                                            "this is a bug in gpulab, not your mistake", "")
+    return Check(c.id, outcome.passed, c.points, outcome.message, "" if outcome.passed else c.hint)
 
 
 @dataclass(frozen=True)
@@ -106,8 +107,6 @@ def grade(lab_id: str, submission: Path, *, bundle: Path | None = None, live: bo
     sub = read_submission(spec, submission, bundle)
     fleet = evidence.fleet_facts(spec.fleet)
     if live:
-        from cluster import backends
-
         with Client.from_kubeconfig(kubeconfig or backends.current().kubeconfig()) as client:
             return run_checks(spec, evidence.Evidence(sub.files, spec.linted, fleet, LiveView(client),
                                                       compile_cel=compile_cel))
@@ -137,24 +136,18 @@ def _settled(spec: LabSpec, ev: evidence.Evidence, client: Client, wait: float) 
     events, the nodes, the operator's pods) nor the failing checks' messages have changed for ``SETTLE_QUIET_S``,
     with no change under way (``replay.still_changing``: a MIG manager at work, the operator's namespace or pods
     being deleted)."""
-    report = run_checks(spec, ev)
     cluster = {c.id for c in spec.checks if c.cluster}
-    now = time.monotonic()
-    deadline, last, quiet_since = now + wait, "", now
-    while now < deadline:
-        failing = [(c.id, c.message) for c in report.checks if not c.passed and c.id in cluster]
-        if not failing:
-            break
-        seen = f"{failing}{replay_mod.outcome_fingerprint(client, spec)}"
-        if seen != last:
-            last, quiet_since = seen, now
-        elif now - quiet_since >= SETTLE_QUIET_S and not replay_mod.still_changing(client):
-            break
-        time.sleep(0.5)
+
+    def failing(report: Report) -> list[tuple[str, str]]:
+        return [(c.id, c.message) for c in report.checks if not c.passed and c.id in cluster]
+
+    def again(_: Report) -> Report:
         ev.view = LiveView(client)
-        report = run_checks(spec, ev)
-        now = time.monotonic()
-    return report
+        return run_checks(spec, ev)
+
+    return poll.until(run_checks(spec, ev), again, lambda r: not failing(r), wait=wait, interval=0.5,
+                      changed=lambda r: f"{failing(r)}{replay_mod.outcome_fingerprint(client, spec)}",
+                      quiet=SETTLE_QUIET_S, busy=lambda: replay_mod.still_changing(client))
 
 
 NOT_REPLAYED = ("the cluster checks were not graded: they are graded by replaying your work on the grader's "

@@ -21,7 +21,9 @@ from graders.rules import RULES
 from labs import checks, steps
 from labs.checks import common, static
 from labs.classroom import solutions
-from labs.spec import API_VERSION, KIND, OPERATOR_STATES, CheckSpec, LabSpec, ObjectRef, Problems, Scope, Task
+from cluster.backends import kind as kind_backend
+from labs.spec import (API_VERSION, KIND, OPERATOR_STATES, BackendDifference, CheckSpec, LabSpec, ObjectRef, Problems,
+                       Scope, Task)
 
 ID_PATTERN = re.compile(r"^[0-9]{2}[a-z]?-[a-z0-9]+(-[a-z0-9]+)*$")
 # The course modules a lab belongs to: one per course section, plus the capstone, which combines them (it has
@@ -30,7 +32,8 @@ CAPSTONE = "capstone"
 MODULES: tuple[str, ...] = (*findings.SECTIONS, CAPSTONE)
 _CHECK_ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _TOP = ("apiVersion", "kind", "metadata", "spec")
-_SPEC = ("title", "module", "summary", "fleet", "files", "lintFiles", "scope", "setup", "solve", "tasks")
+_SPEC = ("title", "module", "summary", "fleet", "files", "lintFiles", "scope", "setup", "solve", "tasks", "backends")
+_DIFFERENCE = ("lacks", "then", "gradedOn", "only")
 _SCOPE = ("operator", "baseline", "namespaces", "objects", "nodeLabels", "faults", "policy")
 _TASK = ("id", "title", "instructions", "files", "checks")
 _CHECK = ("id", "title", "points", "hint")
@@ -112,13 +115,57 @@ def _spec(p: Problems, spec: dict[str, Any], lab_id: str, version: int, director
     scope = _scope(p, common.mapping(p, "spec.scope", spec.get("scope", {})))
     ctx = static.LoadContext(files, lint_files, frozenset(r.id for r in RULES), directory, scope.namespaces)
     tasks = _tasks(p, spec.get("tasks"), ctx)
+    backends = _backends(p, common.mapping(p, "spec.backends", spec.get("backends", {})), tasks, ctx)
     return LabSpec(
         id=lab_id, version=version, title=common.text(p, "spec.title", spec.get("title")), module=str(module),
         summary=common.text(p, "spec.summary", spec.get("summary")), fleet=str(fleet), scope=scope,
         setup=_steps(p, "spec.setup", spec.get("setup", []), directory),
         solve=_steps(p, "spec.solve", spec.get("solve", []), directory),
-        tasks=tasks, files=files, lint_files=lint_files, directory=directory,
+        tasks=tasks, files=files, lint_files=lint_files, directory=directory, backends=backends,
     )
+
+
+def _backends(p: Problems, raw: dict[str, Any], tasks: tuple[Task, ...],
+              ctx: static.LoadContext) -> dict[str, dict[str, BackendDifference]]:
+    """``spec.backends.kind.<check id>``: a check kind cannot produce as written, what kind lacks for it (one of
+    ``cluster.backends.kind.LACKS``), the lab's words for what kind does instead, and the cluster check graded in
+    its place. Only kind has such differences (local plays the kubelet; attach runs no lab stack of its own)."""
+    p.unknown("spec.backends", raw, ("kind",))
+    known = {c.id: c for t in tasks for c in t.checks}
+    out: dict[str, dict[str, BackendDifference]] = {}
+    for backend, entries in raw.items():
+        if backend != "kind":
+            continue
+        where = f"spec.backends.{backend}"
+        for check_id, item in common.mapping(p, where, entries).items():
+            at = f"{where}.{check_id}"
+            if check_id not in known:
+                p.add(at, f"{check_id!r} is not a check of this lab")
+            d = common.mapping(p, at, item)
+            p.unknown(at, d, _DIFFERENCE)
+            lacks = common.text(p, f"{at}.lacks", d.get("lacks"))
+            then = common.text(p, f"{at}.then", d.get("then"), required=False)
+            if lacks and lacks not in kind_backend.LACKS:
+                near = strict.closest(lacks, kind_backend.LACKS)
+                p.add(f"{at}.lacks", f"{lacks!r} is not something kind lacks (did you mean {near!r}?)" if near else
+                      f"must be one of {', '.join(kind_backend.LACKS)}")
+            elif lacks and kind_backend.needs_then(lacks) != bool(then):
+                p.add(f"{at}.then", "is needed: the reason says what happens instead" if not then else
+                      "is not used by this reason")
+            only = d.get("only", False)
+            if not isinstance(only, bool):
+                p.add(f"{at}.only", "must be true or false")
+            graded = common.mapping(p, f"{at}.gradedOn", d.get("gradedOn"))
+            if len(graded) != 1 or next(iter(graded)) not in checks.KINDS:
+                p.add(f"{at}.gradedOn", f"needs exactly one check kind: {', '.join(checks.KINDS)}")
+                continue
+            (kind, body), = graded.items()
+            rule = checks.KINDS[kind](p, f"{at}.gradedOn.{kind}", common.mapping(p, f"{at}.gradedOn.{kind}", body),
+                                      ctx)
+            if not rule.cluster:
+                p.add(f"{at}.gradedOn", "must be a check of the cluster (what the backend produces instead)")
+            out.setdefault(backend, {})[check_id] = BackendDifference(check_id, lacks, then, rule, bool(only))
+    return out
 
 
 def _steps(p: Problems, where: str, raw: Any, directory: Path) -> tuple[steps.Step, ...]:

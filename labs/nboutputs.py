@@ -8,7 +8,9 @@ What a run cannot repeat is masked before comparing, never the substance: termin
 progress lines, the width of table rules, ages (``12s``, ``3m4s``), times and
 dates, UIDs, resourceVersions, loopback ports, temporary paths, the random suffixes Kubernetes gives pod names,
 measured durations, and widget model ids. Images are compared by kind (a figure is still drawn), not pixel by
-pixel, since fonts and anti-aliasing differ between machines. A cell tagged ``gpulab-volatile`` shows a moment of
+pixel, since fonts and anti-aliasing differ between machines. A widget's view is compared by kind too, but its text
+and HTML forms are what a learner reads on opening the notebook before running it (``quizzes.saved_view``), so
+they are compared like any output, and ``write`` refuses an output that would show a widget's repr there. A cell tagged ``gpulab-volatile`` shows a moment of
 a transition (operand pods restarting after a fault) and is compared by the kinds of its outputs only.
 ``gpulab course outputs`` writes and checks; ``tests/notebooks/test_execute.py`` runs the check in CI, where one
 or two drifted cells in a notebook are reported and more fail (``RACES_TOLERATED``).
@@ -39,7 +41,10 @@ VOLATILE_TAG = "gpulab-volatile"
 # when more cells than this drift in one notebook (stale outputs change many); fewer are reported, not failed.
 RACES_TOLERATED = 2
 CELL_TIMEOUT_S = 300
-VOLATILE_MIMES = ("application/vnd.jupyter.widget-view+json",)
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+VOLATILE_MIMES = (WIDGET_VIEW,)
+# ipywidgets' own text form of a widget, its repr: `VBox(children=(HTML(value='<style>...`, `Output()`.
+_WIDGET_REPR = re.compile(r"^[A-Z]\w*\((?:\w+=|\))")
 IMAGE_MIMES = ("image/png", "image/jpeg", "image/svg+xml")
 
 _MASKS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p, r in (
@@ -87,8 +92,6 @@ def comparable(output: dict[str, Any]) -> Any:
     for mime, value in sorted(data.items()):
         if mime in IMAGE_MIMES or mime in VOLATILE_MIMES:
             shown[mime] = "<present>"
-        elif mime == "text/plain" and "application/vnd.jupyter.widget-view+json" in data:
-            shown[mime] = "<widget>"
         elif mime.endswith("json") and not isinstance(value, str):
             shown[mime] = mask(json.dumps(value, sort_keys=True))
         else:
@@ -161,8 +164,13 @@ def write(path: Path, executed: Any) -> None:
     current = nbformat.read(str(path), as_version=4)  # type: ignore[no-untyped-call]
     if [c.source for c in current.cells] != [c.source for c in executed.cells]:
         raise ValueError(f"{path.name} changed while it ran; run again")
-    for cell, ran in zip(current.cells, executed.cells):
+    for index, (cell, ran) in enumerate(zip(current.cells, executed.cells)):
         if cell.cell_type == "code":
+            shows_repr = [o for o in ran.outputs if widget_repr_shown(o)]
+            if shows_repr:
+                raise ValueError(f"{path.name} cell {index}: a widget's saved text is its repr "
+                                 f"({_text(shows_repr[0]['data']['text/plain'])[:60]!r}); give the object it "
+                                 "displays a _repr_mimebundle_ with a fallback (quizzes.saved_view)")
             cell.outputs = [_clean(o) for o in ran.outputs]
             cell.execution_count = ran.execution_count
             cell.metadata.pop("execution", None)
@@ -170,6 +178,13 @@ def write(path: Path, executed: Any) -> None:
     if widgets:
         current.metadata["widgets"] = copy.deepcopy(widgets)
     nbformat.write(current, str(path))  # type: ignore[no-untyped-call]
+
+
+def widget_repr_shown(output: dict[str, Any]) -> bool:
+    """Whether ``output`` is a widget whose text form, what a notebook not drawing the widget shows, is
+    ipywidgets' repr rather than a fallback written for people."""
+    data = output.get("data") or {}
+    return WIDGET_VIEW in data and bool(_WIDGET_REPR.match(_text(data.get("text/plain", ""))))
 
 
 def _clean(output: Any) -> Any:

@@ -14,21 +14,18 @@ import dataclasses
 import json
 import logging
 import os
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from cluster import backends, errors, inside, settings
+from cluster import backends, errors, inside, poll, settings
 from cluster.backends import guard, kind as kind_backend
-from cluster.backends.base import state_root
 from cluster.kube.client import Client
 from graders import Check, ClusterView, LiveView, Report, Severity, snapshot, source, write_bundle
-from labs import catalog, checks, evidence, grading, kubeapply, predict, replay, resume, scope, steps
-from labs.checks import static
+from labs import catalog, evidence, grading, kubeapply, predict, replay, resume, scope, steps
 from labs.classroom import solutions
 from labs.checks.live import PredictionRule
-from labs.spec import CheckSpec, LabSpec, Problems, Task
+from labs.spec import CheckSpec, LabSpec, Task
 
 log = logging.getLogger(__name__)
 BACKUPS = ".gpulab-backup"
@@ -39,7 +36,7 @@ def default_workdir(lab_id: str) -> Path:
 
 
 def _record_path(lab_id: str) -> Path:
-    return state_root() / "labs" / f"{lab_id}.json"
+    return settings.state_root() / "labs" / f"{lab_id}.json"
 
 
 class Lab:
@@ -204,60 +201,43 @@ class Lab:
             kind = self._on_kind(client)
             ev = self._evidence(LiveView(client))
             by_id = {c.id: c for c in self.spec.checks}
-            report = Report.from_checks(self.id, [self._on_kind_check(ev, c, kind) for c in
-                                                  grading.run_checks(self.spec, ev, strict=False).checks])
-            deadline = time.monotonic() + wait
-            while not report.passed and time.monotonic() < deadline:
-                failing = [c for c in report.checks if not c.passed and by_id[c.id].cluster]
-                if not failing:
-                    break
-                time.sleep(0.5)
+            first = Report.from_checks(self.id, [self._on_kind_check(ev, c, kind) for c in
+                                                 grading.run_checks(self.spec, ev, strict=False).checks])
+
+            def failing(report: Report) -> list[Check]:
+                return [c for c in report.checks if not c.passed and by_id[c.id].cluster]
+
+            def again(report: Report) -> Report:
                 ev.view = LiveView(client)
-                redone = {c.id: self._on_kind_check(ev, self._evaluate(ev, c.id), kind) for c in failing}
-                report = Report.from_checks(self.id, [redone.get(c.id, c) for c in report.checks])
+                redone = {c.id: self._on_kind_check(ev, grading.evaluate(self.id, by_id[c.id], ev, strict=False), kind)
+                          for c in failing(report)}
+                return Report.from_checks(self.id, [redone.get(c.id, c) for c in report.checks])
+
+            report = poll.until(first, again, lambda r: r.passed or not failing(r), wait=wait, interval=0.5)
         if wait > 0:
             report = Report.from_checks(self.id, [self._timed_out(c, wait, by_id[c.id].cluster)
                                                   for c in report.checks])
         return report
 
     def _on_kind(self, client: Client) -> dict[str, tuple[str, CheckSpec]]:
-        """On a kind cluster: check id -> (why kind differs, the check of what kind produces); else nothing."""
-        why, rules = kind_backend.differences(self.id), kind_backend.on_kind(self.id)
-        if not why or not kind_backend.runs_on_kind(client):
+        """On a kind cluster: check id -> (why kind differs, the check of what kind produces), from the lab's
+        ``spec.backends.kind`` and the backend's reasons (``kind.lacks``); else nothing."""
+        differences = self.spec.backends.get("kind", {})
+        if not differences or not kind_backend.runs_on_kind(client):
             return {}
-        out = {}
-        for check_id, reason in why.items():
-            original = next(c for c in self.spec.checks if c.id == check_id)
-            p = Problems()
-            (key, raw), = rules[check_id].items()
-            ctx = static.LoadContext(self.spec.files, self.spec.lint_files, frozenset(), self.spec.directory)
-            rule = checks.KINDS[key](p, f"kind.ON_KIND[{self.id}][{check_id}]", raw, ctx)
-            if p:
-                raise errors.ConfigError(f"kind check {self.id}/{check_id}", p.items)
-            out[check_id] = (reason, dataclasses.replace(original, rule=rule))
-        return out
+        by_id = {c.id: c for c in self.spec.checks}
+        return {check_id: (kind_backend.lacks(d.lacks, d.then), dataclasses.replace(by_id[check_id], rule=d.rule))
+                for check_id, d in differences.items()}
 
     def _on_kind_check(self, ev: evidence.Evidence, c: Check, kind: dict[str, tuple[str, CheckSpec]]) -> Check:
         """A check kind cannot produce, failing as written, graded on what kind does produce, with the reason
         (docs/kind.md, "What a kind kubelet cannot do")."""
-        if c.id not in kind or (c.passed and c.id not in kind_backend.only_on_kind(self.id)):
+        if c.id not in kind or (c.passed and not self.spec.backends["kind"][c.id].only):
             return c
         reason, spec = kind[c.id]
-        got = self._evaluate_spec(ev, spec)
+        got = grading.evaluate(self.id, spec, ev, strict=False)
         return Check(c.id, got.passed, c.points, f"{reason}. Graded on what kind produces: {got.message}",
                      "" if got.passed else spec.hint)
-
-    def _evaluate(self, ev: evidence.Evidence, check_id: str) -> Check:
-        return self._evaluate_spec(ev, next(c for c in self.spec.checks if c.id == check_id))
-
-    @staticmethod
-    def _evaluate_spec(ev: evidence.Evidence, spec: CheckSpec) -> Check:
-        try:
-            outcome = spec.rule.evaluate(ev)
-        except Exception:
-            log.exception("check %s crashed", spec.id)
-            return Check(spec.id, False, spec.points, "gpulab could not run this check (a bug in gpulab)", "")
-        return Check(spec.id, outcome.passed, spec.points, outcome.message, "" if outcome.passed else spec.hint)
 
     @staticmethod
     def _timed_out(c: Check, wait: float, cluster: bool) -> Check:

@@ -201,7 +201,7 @@ def _empty_namespace(client: Client, ns: str) -> None:
 
 def _restore_policy(client: Client, fields: tuple[str, ...]) -> None:
     default = gpustack.cluster_policy()["spec"]
-    current = client.get(steps.POLICY_PATH).get("spec", {})
+    current = client.get(names.POLICY).get("spec", {})
     ops: list[dict[str, Any]] = []
     for dotted in fields:
         keys = dotted.split(".")
@@ -211,7 +211,7 @@ def _restore_policy(client: Client, fields: tuple[str, ...]) -> None:
         pointer = "/spec/" + "/".join(keys)
         ops.append({"op": "remove", "path": pointer} if want is None else {"op": "add", "path": pointer, "value": want})
     if ops:
-        client.patch(steps.POLICY_PATH, ops, "application/json-patch+json")
+        client.patch(names.POLICY, ops, "application/json-patch+json")
 
 
 def at_keys(data: Any, keys: list[str]) -> Any:
@@ -247,7 +247,7 @@ def snapshot(client: Client, scope: Scope) -> dict[str, Any]:
             "allocatable": _extended(status.get("allocatable", {})),
         }
     if scope.policy and out["operator"]:
-        spec = client.get(steps.POLICY_PATH).get("spec", {})
+        spec = client.get(names.POLICY).get("spec", {})
         out["policy"] = {f: at_keys(spec, f.split(".")) for f in scope.policy}
     normalised: dict[str, Any] = json.loads(json.dumps(out, sort_keys=True))
     return normalised

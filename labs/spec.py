@@ -101,6 +101,20 @@ class Scope:
 
 
 @dataclass(frozen=True)
+class BackendDifference:
+    """One check of a lab that a backend cannot produce as written (lab.yaml ``spec.backends.<backend>``): the
+    capability the backend lacks (its reason is the backend's), the lab's words for what happens instead
+    (``then``), and the check graded in its place (``rule``). ``only``: graded on ``rule`` even when the check
+    passes as written (its own reading says nothing on that backend)."""
+
+    check: str
+    lacks: str
+    then: str
+    rule: Rule
+    only: bool = False
+
+
+@dataclass(frozen=True)
 class LabSpec:
     id: str
     version: int
@@ -115,6 +129,8 @@ class LabSpec:
     files: tuple[str, ...]  # the learner's files (copied from starter/)
     lint_files: tuple[str, ...]  # the learner's manifests (applied by lab.apply, open to the static rules)
     directory: Path
+    # backend name -> check id -> how that backend grades the check (lab.yaml ``spec.backends``)
+    backends: Mapping[str, Mapping[str, BackendDifference]] = field(default_factory=dict)
 
     @property
     def checks(self) -> tuple[CheckSpec, ...]:

@@ -34,7 +34,6 @@ from labs.checks import common, live
 from labs.classroom import solutions
 from labs.spec import OPERATOR_STATES, Problems, Rule
 
-POLICY_PATH = f"{names.POLICY_PATH}/{names.POLICY_NAME}"
 
 
 @dataclass(frozen=True)
@@ -203,7 +202,7 @@ class Policy:
 
     def run(self, ctx: StepContext) -> None:
         _guard(ctx, self)
-        ctx.client.patch(POLICY_PATH, {"spec": dict(self.patch)})
+        ctx.client.patch(names.POLICY, {"spec": dict(self.patch)})
 
     def describe(self) -> str:
         return f"patch ClusterPolicy spec with {dict(self.patch)}"

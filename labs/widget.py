@@ -19,6 +19,7 @@ import ipywidgets as w
 from cluster import errors
 from graders import Report
 from graders.render import widget as report_render
+from quizzes import saved_view
 
 if TYPE_CHECKING:
     from labs.runtime import Lab
@@ -78,10 +79,10 @@ class LabWidget:
         self.view = w.VBox([header, self.progress, self.tasks, w.HBox(list(self.buttons.values())),
                             self.status, self.result])
 
-    def _ipython_display_(self) -> None:  # so that a bare `lab.widget()` at the end of a cell shows it
-        from IPython.display import display
-
-        display(self.view)  # type: ignore[no-untyped-call]
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """The view (so a bare `lab.widget()` at the end of a cell shows it), and for a notebook opened before this
+        cell runs a line saying what the lab is and how to start it (``quizzes.saved_view``)."""
+        return saved_view.bundle(self.view, saved_fallback(self.lab))
 
     def _task_box(self, task_id: str) -> w.VBox:
         task = next(t for t in self.lab.tasks if t.id == task_id)
@@ -161,6 +162,9 @@ class LabWidget:
         self.status.value = f"Evidence written to {file_link(path)}."
 
 
-def show(lab: Lab) -> Any:
-    """The widget's view for ``display``."""
-    return LabWidget(lab).view
+def saved_fallback(lab: Lab) -> saved_view.Fallback:
+    """What a saved lab widget says before its cell runs (plain text)."""
+    tasks = len(lab.tasks)
+    return saved_view.Fallback(
+        f"Lab {lab.id}: {lab.spec.title} ({tasks} task{'s' if tasks != 1 else ''}, {lab.spec.max_score:g} points)",
+        "Run this cell to set the lab up on your cluster: its tasks, your files and the Check button appear here.")

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cluster import settings
-from quizzes import analysis, bankcheck, collect, errors, model, pairing, report, scoring, shuffle, store
+from quizzes import (analysis, bankcheck, collect, errors, model, pairing, render, report, saved_view, scoring, shuffle,
+                     store)
 from quizzes.bank import builtin_banks, get_bank, load_bank, load_banks, sections
 from quizzes.session import QuizSession
 
@@ -43,8 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "StoredGrade", "analysis", "bankcheck", "builtin_banks", "collect", "errors", "get_bank", "grade_from_store",
-    "learner_id", "load_bank", "load_banks", "model", "pairing", "quiz_widget", "report", "results", "scoring",
-    "sections", "show", "shuffle", "store",
+    "learner_id", "load_bank", "load_banks", "model", "pairing", "quiz_widget", "report", "results", "saved_view",
+    "scoring", "sections", "show", "shuffle", "store",
 ]  # fmt: skip
 
 LEARNER_ENV = "GPULAB_LEARNER"
@@ -73,15 +74,13 @@ def show(section: str, phase: str = "pre", learner: str | None = None, *, store_
     """Display the quiz of one section (``pre`` or ``post``) for one learner; answers go to the store."""
     from IPython.display import display
 
-    widget = quiz_widget(section, phase, learner, store_path=store_path, seed=seed, bank_file=bank_file).widget
-    display(widget)  # type: ignore[no-untyped-call]
+    quiz = quiz_widget(section, phase, learner, store_path=store_path, seed=seed, bank_file=bank_file)
+    display(quiz)  # type: ignore[no-untyped-call]  # its bundle: the view and a saved fallback (quizzes.saved_view)
 
 
 def results(learner: str | None = None, *, store_path: str | Path | None = None) -> None:
     """Display one learner's pre score, post score and normalised gain for every section."""
     from IPython.display import HTML, display
-
-    from quizzes import render
 
     who = learner_id(learner)
     with store.Store.open(store_path) as opened:

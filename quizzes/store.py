@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import platformdirs
 
 from cluster import settings
 from quizzes import errors, model
@@ -88,7 +87,7 @@ def default_path() -> Path:
     given = settings.current().quiz_db
     if given:
         return given
-    return Path(platformdirs.user_data_dir("gpulab", appauthor=False)) / FILE_NAME
+    return settings.data_root() / FILE_NAME
 
 
 def resolve(path: Path | str | None) -> Path:

@@ -11,10 +11,11 @@ import html
 import logging
 import re
 from collections.abc import Callable
+from typing import Any
 
 import ipywidgets as w
 
-from quizzes import errors, model, render, report, scoring, wording
+from quizzes import errors, model, render, report, saved_view, scoring, wording
 from quizzes.session import Feedback, QuizSession
 from quizzes.shuffle import Slot
 
@@ -175,6 +176,11 @@ class QuizWidget:
         self.widget = w.VBox([self.header, *(v.box for v in self.items), self.summary])
         self.widget.add_class("gpulab-quiz")
         self._refresh()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """The quiz's view, and for a notebook opened before this cell runs a line saying what it is."""
+        what, start = wording.saved_view(self.session.bank.title, self.session.phase, len(self.session.quiz.slots))
+        return saved_view.bundle(self.widget, saved_view.Fallback(what, start))
 
     def view(self, item_id: str) -> ItemView:
         return next(v for v in self.items if v.slot.item.id == item_id)

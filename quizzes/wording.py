@@ -57,5 +57,11 @@ def header(title: str, phase: str, learner: str, questions: int, policy: str) ->
             f"Learner {learner} · {questions} questions · {policy}. Each answer is saved as soon as you submit it.")
 
 
+def saved_view(title: str, phase: str, questions: int) -> tuple[str, str]:
+    """What a saved quiz says before its cell runs: what it is, and how to start it (plain text)."""
+    return (f"Quiz: {title}, {phase}-quiz ({questions} questions)",
+            "Run this cell to take it. Each answer is saved as soon as you submit it.")
+
+
 def progress(answered: int, total: int, points: float) -> str:
     return f"{answered} of {total} answered, score {points:g} / {total}."

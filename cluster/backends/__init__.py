@@ -13,8 +13,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from cluster import errors, safefs
-from cluster.backends.base import Backend, state_root
+from cluster import errors, safefs, settings
+from cluster.backends.base import Backend
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def detect(cluster_name: str = "gpulab") -> Detection:
     """The backend of the cluster named ``cluster_name``: the one its state records, else the default (``local``)
     when no cluster was ever brought up. A state file that exists but cannot be read, or names an unknown backend,
     is an error that lists what was tried, never a silent fall-back."""
-    path: Path = state_root() / cluster_name / "state.json"
+    path: Path = settings.state_root() / cluster_name / "state.json"
     tried = [f"state record {path}"]
     if not path.exists():
         tried.append(f"none there, so no cluster was brought up yet: the default backend {DEFAULT!r}")

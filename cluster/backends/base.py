@@ -11,9 +11,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import platformdirs
 
 from cluster import errors, fleet as fleet_mod, progress as progress_mod, safefs, settings
+from cluster.ops import NodeStatus
 
 # Write failures that are about the disk, not about gpulab: reported as one clear message, never a traceback.
 _DISK_ERRNOS = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
@@ -28,11 +28,6 @@ def free_mib(path: Path) -> float:
     return shutil.disk_usage(probe).free / 2**20
 
 
-def state_root() -> Path:
-    """Where clusters keep their state: the settings' ``state_dir`` (``$GPULAB_STATE_DIR``) or the XDG state dir."""
-    return settings.current().state_dir or Path(platformdirs.user_state_dir("gpulab"))
-
-
 @dataclass(frozen=True)
 class ComponentStatus:
     name: str
@@ -40,17 +35,6 @@ class ComponentStatus:
     pid: int | None = None
     healthy: bool | None = None
     detail: str = ""
-
-
-@dataclass(frozen=True)
-class NodeStatus:
-    name: str
-    ready: bool
-    capacity: dict[str, str]
-    allocatable: dict[str, str]
-    taints: list[str]
-    labels: dict[str, str]
-    heartbeat: bool = True
 
 
 @dataclass(frozen=True)
@@ -79,7 +63,7 @@ class StateDir:
 
     def __init__(self, cluster_name: str = "gpulab", root: Path | None = None) -> None:
         self.cluster_name = cluster_name
-        self.dir = (root or state_root()) / cluster_name
+        self.dir = (root or settings.state_root()) / cluster_name
         self._lock_depth = 0
 
     def claim(self) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from cluster import errors
+from cluster import backends, errors
 
 ATTACH = "attach"
 # The backends that create the clusters they run; any other cluster is someone else's.
@@ -44,8 +44,6 @@ def owner(kubeconfig: Path | str | None = None) -> Owner:
     A kubeconfig is ours only when it is the ``admin.kubeconfig`` of a state dir whose ``state.json`` records a
     ``local`` or ``kind`` cluster: any other file (a foreign kubeconfig, a tenant's, the attach backend's copy)
     reaches a cluster gpulab did not create, and counts as ``attach``."""
-    from cluster import backends
-
     current = backends.current()
     if kubeconfig is None:
         return Owner(current.name)

@@ -17,9 +17,8 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
-from cluster import binaries, errors, fleet as fleet_mod, gobuild, ops, progress as progress_mod, versions
+from cluster import errors, fleet as fleet_mod, gobuild, ops, progress as progress_mod, settings, versions
 from cluster.backends import kindconfig, kindthaw, kindtool, steps as steps_mod
 from cluster.backends.base import ClusterStatus, ComponentStatus, StateDir
 from cluster.kube import kubeconfig
@@ -31,9 +30,10 @@ log = logging.getLogger(__name__)
 WAIT = "120s"
 CREATE_TIMEOUT = 1800.0  # the first run pulls a node image of about 1 GB
 NODES_READY_TIMEOUT = 180.0
-# What the local backend's pod agent does in the kubelet's place that a real kubelet on kind cannot, per lab and
-# check id: the reason is shown to the learner with the check's result on kind (docs/kind.md, "What a kind kubelet
-# cannot do"), and those checks are graded on what kind does produce (ON_KIND).
+# What a real kubelet on kind cannot do that the local backend's pod agent does in the kubelet's place: capability
+# -> why, as the learner is told beside a check that needs it (docs/kind.md, "What a kind kubelet cannot do"). The
+# backend says only what it lacks; which check of which lab needs what is in that lab's lab.yaml
+# (``spec.backends.kind``, read by labs.loader), with ``{then}`` filled in from there.
 _DRA = ("kind backend difference: a real kubelet prepares a pod's ResourceClaims through the DRA driver's "
         "kubelet plugin (NodePrepareResources, over a socket on the node: kubelet pkg/kubelet/cm/dra); gpulab's DRA "
         "driver runs on your machine and registers no kubelet plugin, so on kind the pod stays ContainerCreating "
@@ -43,46 +43,28 @@ _TOPOLOGY = ("kind backend difference: the Topology Manager aligns a pod's devic
              "device plugin reports (GetPreferredAllocation and TopologyInfo; kubelet pkg/kubelet/cm/topologymanager "
              "and devicemanager/topology_hints.go) under the policy of the kubelet's configuration; gpulab's node "
              "plugin on kind reports no NUMA affinity and kind's kubelets run the default policy none, so the kubelet "
-             "admits wide, which {then}; on local the pod agent plays the kubelet's admission under the node's "
-             "gpulab.dev/topology-manager-policy label and refuses wide with TopologyAffinityError")
+             "admits {then}; on local the pod agent plays the kubelet's admission under the node's "
+             "gpulab.dev/topology-manager-policy label and refuses such a pod with TopologyAffinityError")
 _NO_ANNOTATION = ("kind backend difference: the kubelet allocates the instance through gpulab's node plugin, which "
                   "starts the container with NVIDIA_VISIBLE_DEVICES naming it, as NVIDIA's plugin does "
                   "(k8s-device-plugin internal/plugin/server.go; kubelet pkg/kubelet/cm/devicemanager); the kubelet "
                   "keeps that allocation to itself (its checkpoint on the node), so the pod gets no "
                   "gpulab.dev/devices annotation, which on local the pod agent writes as that allocation")
-DIFFERENCES: dict[str, dict[str, str]] = {
-    "03b-topology-manager": {
-        "wide-rejected": _TOPOLOGY.format(then="runs on a100-1 holding its four GPUs"),
-        "pair-runs": _TOPOLOGY.format(then="keeps a100-1's four GPUs, so pair waits Pending until you delete wide"),
-    },
-    "04f-mig-parted": {"embedder-on-instance": _NO_ANNOTATION},
-    "05-dra": {"workers-run-on-the-a100s": _DRA, "burst-job-runs": _DRA},
-    "07-capstone": {"finetune-runs": _DRA},
+LACKS: dict[str, str] = {
+    "dra-kubelet-plugin": _DRA,
+    "topology-manager-admission": _TOPOLOGY,
+    "devices-annotation": _NO_ANNOTATION,
 }
-# What kind does produce instead, per lab and check id, as a lab check (lab.yaml syntax): on kind, a check of
-# DIFFERENCES that fails is graded on this one, so a learner who never created the object still fails it.
-ON_KIND: dict[str, dict[str, dict[str, Any]]] = {
-    "03b-topology-manager": {
-        # the scheduler placed wide where the learner pinned it; kind's kubelet then runs it
-        "wide-rejected": {"pod": {"namespace": "lab-03b", "name": "wide", "nodeIn": ["a100-1"]}},
-        # pair exists (from fits.yaml); it runs on a100-1 once wide is gone
-        "pair-runs": {"pod": {"namespace": "lab-03b", "name": "pair"}},
-    },
-    # the scheduler placed embedder on h100-0 for one 2g.20gb instance
-    "04f-mig-parted": {"embedder-on-instance": {"object": {
-        "kind": "Pod", "namespace": "lab-04f", "name": "embedder",
-        "expect": [{"path": "spec.containers[*].resources.limits[nvidia.com/mig-2g.20gb]", "equals": 1},
-                   {"path": "spec.nodeName", "equals": "h100-0"}]}}},
-    "05-dra": {
-        "workers-run-on-the-a100s": {"pod": {"namespace": "lab-05", "selector": "app=worker", "count": 2,
-                                             "nodeIn": ["a100-1"]}},
-        "burst-job-runs": {"pod": {"namespace": "lab-05", "name": "burst-job", "nodeIn": ["t4-0"]}},
-    },
-    "07-capstone": {
-        "finetune-runs": {"pod": {"namespace": "capstone-finetune", "selector": "team=finetune", "count": 2,
-                                  "nodeIn": ["a100-1"]}},
-    },
-}
+
+
+def lacks(capability: str, then: str = "") -> str:
+    """Why a kind kubelet cannot do ``capability`` (one of ``LACKS``), with a lab's ``then`` filled in."""
+    return LACKS[capability].format(then=then)
+
+
+def needs_then(capability: str) -> bool:
+    """Whether the reason for ``capability`` has a ``{then}`` that a lab must fill in."""
+    return "{then}" in LACKS[capability]
 
 
 def runs_on_kind(client: Client) -> bool:
@@ -90,26 +72,6 @@ def runs_on_kind(client: Client) -> bool:
     ``kind://<provider>/<cluster>/<container>`` (kind's kubeadm config), simulated nodes have none."""
     nodes = client.get("/api/v1/nodes", limit=1).get("items") or []
     return bool(nodes) and str(nodes[0].get("spec", {}).get("providerID", "")).startswith("kind://")
-
-
-def differences(lab_id: str) -> dict[str, str]:
-    """Check id -> why a kind kubelet cannot produce that check's outcome, for one lab."""
-    return dict(DIFFERENCES.get(lab_id, {}))
-
-
-# Checks whose own reading says nothing on kind (it can pass there without the learner's fix): graded on ON_KIND
-# even when they pass as written.
-ONLY_ON_KIND: dict[str, frozenset[str]] = {}
-
-
-def only_on_kind(lab_id: str) -> frozenset[str]:
-    """The check ids of ``lab_id`` graded on ON_KIND alone on kind, whether or not they pass as written."""
-    return ONLY_ON_KIND.get(lab_id, frozenset())
-
-
-def on_kind(lab_id: str) -> dict[str, dict[str, Any]]:
-    """Check id -> the check (lab.yaml syntax) that grades what kind produces instead, for one lab."""
-    return {check: dict(rule) for check, rule in ON_KIND.get(lab_id, {}).items()}
 
 
 _NO_DOCKER_HINT = ("install Docker (https://docs.docker.com/get-docker/) and start it, then run "
@@ -187,7 +149,8 @@ class KindBackend(StateDir):
     # --- bring-up ----------------------------------------------------------------------------------------
 
     def steps(self) -> list[steps_mod.Step]:
-        """The bring-up, in order: one small step per concern (the fleet and GPU stack steps are local's too)."""
+        """The bring-up, in order: one small step per concern (the fleet step is local's too; the GPU stack step
+        is kind's alone, local runs the stack inside its sim-agents process)."""
         return [steps_mod.FleetStep("kind", "gpulab up --backend kind"), _Plan(), _Tools(self), _NodePlugin(self),
                 _Config(self), _Create(self), _FleetNodes(self), _WaitNodes(self),
                 steps_mod.GpuStackStep(self.sup, self.kubeconfig(), None, self.devices_dir())]
@@ -396,12 +359,12 @@ class _Tools(_KindStep):
 def ensure_node_plugin(prog: progress_mod.Progress) -> Path:
     """The node plugin's binary, built when missing (the kind image's set-up builds it, so no test does first).
     Named by its source: built once per source, and a running cluster keeps the binary it mounted."""
-    binary = binaries.cache_dir() / "bin" / "kindplugin" / f"kindplugin-{gobuild.source_key('kindplugin')}"
+    binary = settings.cache_root() / "bin" / "kindplugin" / f"kindplugin-{gobuild.source_key('kindplugin')}"
     if binary.exists():
         return binary
     prog.start("building gpulab's device plugin for the kind nodes")
     try:
-        built = gobuild.build_standalone(binaries.cache_dir(), "kindplugin", prog)
+        built = gobuild.build_standalone(settings.cache_root(), "kindplugin", prog)
     except errors.BinariesUnavailable as exc:
         raise errors.BackendUnavailable(
             "the kind backend runs gpulab's device plugin in every node, and it could not be built: "

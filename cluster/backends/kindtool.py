@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from cluster import binaries, errors, gobuild, progress as progress_mod, versions
+from cluster import errors, gobuild, progress as progress_mod, settings, versions
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ MODULE = "sigs.k8s.io/kind"
 
 
 def install_dir() -> Path:
-    return binaries.cache_dir() / "bin" / f"kind-{versions.KIND_VERSION}"
+    return settings.cache_root() / "bin" / f"kind-{versions.KIND_VERSION}"
 
 
 def cached_path() -> Path:
@@ -71,7 +71,7 @@ def ensure_kind(prog: progress_mod.Progress | None = None) -> Path:
 
 
 def _go_install(go: Path, prog: progress_mod.Progress) -> Path:
-    cache = binaries.cache_dir()
+    cache = settings.cache_root()
     dest = install_dir()
     dest.mkdir(parents=True, exist_ok=True)
     env = gobuild.go_env(cache)

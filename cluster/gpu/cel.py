@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 
 from cluster import errors, gobuild, settings, versions
 
@@ -46,11 +45,6 @@ class Verdict:
     cost: int
 
 
-def cache_dir() -> Path:
-    """The user cache the Go helpers (celcheck, dpcheck) are built into."""
-    return settings.current().cache_dir or Path(platformdirs.user_cache_dir("gpulab"))
-
-
 def candidates() -> list[Path]:
     """Where ``celcheck`` is looked for, in order."""
     out: list[Path] = []
@@ -59,7 +53,7 @@ def candidates() -> list[Path]:
         out.append(given.celcheck)
     if given.bin_dir:
         out.append(given.bin_dir / BINARY)
-    cache = cache_dir()
+    cache = settings.cache_root()
     out.extend(sorted((cache / "bin").glob(f"k8s-{KUBERNETES_VERSION}-*/{BINARY}")))
     out.append(cache / "bin" / KUBERNETES_VERSION / BINARY)
     return out

@@ -51,7 +51,7 @@ def candidates() -> list[Path]:
         out.append(given.dpcheck)
     if given.bin_dir:
         out.append(given.bin_dir / binary_name())
-    cache = cel.cache_dir()
+    cache = settings.cache_root()
     out.extend(sorted((cache / "bin").glob(f"*/{binary_name()}")))
     out.append(cache / "build" / binary_name() / "bin" / binary_name())
     return out

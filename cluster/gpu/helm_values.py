@@ -21,7 +21,6 @@ Plain data: nothing here talks to a cluster.
 from __future__ import annotations
 
 import copy
-import difflib
 import functools
 import re
 from collections.abc import Mapping, Sequence
@@ -31,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from cluster import errors
+from cluster import errors, strict
 from cluster.gpu import goyaml
 
 VALUES_PATH = Path(__file__).parent / "crds" / "gpu-operator-values.yaml"
@@ -155,8 +154,8 @@ def unknown_paths(user: Mapping[str, Any], chart: Mapping[str, Any] | None = Non
     for key, value in user.items():
         path = f"{prefix}{key}"
         if key not in chart:
-            near = difflib.get_close_matches(str(key), [str(k) for k in chart], n=1, cutoff=0.6)
-            hint = f"; did you mean {prefix}{near[0]}?" if near else ""
+            near = strict.closest(str(key), [str(k) for k in chart], cutoff=0.6)
+            hint = f"; did you mean {prefix}{near}?" if near else ""
             problems.append(f"{path}: not a value of the gpu-operator chart{hint}")
             continue
         default = chart[key]

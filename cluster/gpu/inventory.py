@@ -12,13 +12,8 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
-from cluster import errors
 from cluster.gpu import catalog
-
-if TYPE_CHECKING:
-    from cluster.gpu import inventory_json
 
 MPS_SERVER_NAME = "nvidia-cuda-mps-server"
 COMPUTE_MODES = ("Default", "Exclusive_Thread", "Prohibited", "Exclusive_Process")
@@ -111,22 +106,6 @@ class NodeInventory:
     gpus: tuple[GpuInfo, ...]
     driver_version: str
     cuda_driver_version: tuple[int, int]
-
-    def to_json(self) -> inventory_json.InventoryJson:
-        from cluster.gpu import inventory_json  # the JSON module builds on this one
-
-        return inventory_json.inventory_to_json(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any], *, source: str = "inventory") -> NodeInventory:
-        """Rebuild an inventory from ``to_json`` output; every problem is reported at once."""
-        from cluster.gpu import inventory_json
-
-        problems: list[str] = []
-        inv = inventory_json.inventory_from_json(data, problems)
-        if problems or inv is None:
-            raise errors.ConfigError(source, problems or ["not an inventory object"])
-        return inv
 
 
 # --- profiles, engines and simulated GPUs -----------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
+from cluster import errors
 from cluster.gpu import catalog
 from cluster.gpu.inventory import COMPUTE_MODES, Engines, GpuInfo, MigDevice, NodeInventory, Process
 
@@ -259,3 +260,12 @@ def inventory_to_json(inv: NodeInventory) -> InventoryJson:
         "cudaDriverVersion": f"{inv.cuda_driver_version[0]}.{inv.cuda_driver_version[1]}",
         "gpus": [_gpu_to_json(g) for g in inv.gpus],
     }
+
+
+def from_json(data: Mapping[str, Any], *, source: str = "inventory") -> NodeInventory:
+    """Rebuild an inventory from ``inventory_to_json`` output; every problem is reported at once."""
+    problems: list[str] = []
+    inv = inventory_from_json(data, problems)
+    if problems or inv is None:
+        raise errors.ConfigError(source, problems or ["not an inventory object"])
+    return inv

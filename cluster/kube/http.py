@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["HttpError", "Probe", "Session", "get_status", "get_text", "probe", "session"]
+__all__ = ["HttpError", "Probe", "Session", "at_path", "get_status", "get_text", "probe", "session"]
 
 
 class HttpError(Exception):
@@ -55,6 +55,11 @@ class Session:
 def session(timeout: float = 30.0, connect: float = 5.0) -> Iterator[Session]:
     with httpx.Client(timeout=httpx.Timeout(timeout, connect=connect), follow_redirects=True) as http:
         yield Session(http)
+
+
+def at_path(url: str, path: str) -> str:
+    """``url`` with its path replaced by ``path`` and its query and fragment dropped (an exporter's other port)."""
+    return str(httpx.URL(url).copy_with(path=path, query=None, fragment=None))
 
 
 def get_text(url: str, timeout: float = 10.0) -> str:

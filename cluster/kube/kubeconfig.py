@@ -11,7 +11,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from cluster import errors, safefs, strict
+from cluster import errors, safefs, settings, strict
 from cluster.kube import credentials
 
 
@@ -81,13 +81,12 @@ def certs_dir(source: Path | str) -> Path:
     """The private folder (0700, ours, not a link: ``safefs.private_dir``) where embedded credentials of the
     kubeconfig ``source`` are written as files for TLS: ``certs/`` in the gpulab state folder that holds the
     kubeconfig (so ``down --purge`` removes them with it), else ``.certs/`` in the state root."""
-    from cluster.backends.base import state_root  # here: cluster.backends imports this module's users
 
     path = Path(source).absolute()
     for parent in list(path.parents)[:3]:  # <state>/admin.kubeconfig, <state>/kubeconfigs/x, <state>/tenants/x
         if safefs.is_marked(parent):
             return safefs.private_dir(parent / CERTS_DIR)
-    return safefs.private_dir(state_root() / _FALLBACK_CERTS_DIR)
+    return safefs.private_dir(settings.state_root() / _FALLBACK_CERTS_DIR)
 
 
 def _materialise(data_b64: Any, suffix: str, source: Path | str, where: str) -> str:

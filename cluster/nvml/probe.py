@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cluster.gpu import catalog, gfd_labels, inventory
+from cluster.gpu import catalog, gfd_labels, inventory, inventory_json
 from cluster.nvml import _pynvml, errors, snapshot
 
 MIB = 1024 * 1024
@@ -62,7 +62,7 @@ class ProbeResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "inventory": self.inventory.to_json(),
+            "inventory": inventory_json.inventory_to_json(self.inventory),
             "machine": self.machine,
             "gpus": [
                 {
@@ -123,7 +123,7 @@ def from_snapshot(snap: Mapping[str, Any]) -> ProbeResult:
 
 
 def _ok(value: Any, default: Any) -> Any:
-    return default if snapshot._is_error(value) or value is None else value
+    return default if snapshot.is_error(value) or value is None else value
 
 
 def _cuda(value: Any) -> tuple[int, int]:
@@ -152,7 +152,7 @@ def _gpu(d: Mapping[str, Any]) -> tuple[inventory.GpuInfo, GpuProbe]:
     total = int(memory["total"])
     pci = _ok(d.get("pci"), {"busId": "", "pciDeviceId": 0})
     mig_mode: Any = d.get("migMode")
-    capable = not snapshot._is_error(mig_mode)
+    capable = not snapshot.is_error(mig_mode)
     if not capable:
         notes.append(f"MIG: {_ERROR_NAMES.get(int(mig_mode['error']), 'error')} (not a MIG-capable GPU)")
     current, pending = (bool(mig_mode[0]), bool(mig_mode[1])) if capable else (False, False)
@@ -186,7 +186,7 @@ def _valid_id(value: Any) -> int | None:
 def _possible_profiles(d: Mapping[str, Any], total: int) -> list[tuple[ProfileInfo, int]]:
     out = []
     for const_text, info in sorted(d.get("giProfiles", {}).items(), key=lambda kv: int(kv[0])):
-        if snapshot._is_error(info):
+        if snapshot.is_error(info):
             continue
         places = _ok(d.get("possiblePlacements", {}).get(str(info["id"])), [])
         engines = inventory.Engines(int(info["copyEngineCount"]), int(info["decoderCount"]), int(info["encoderCount"]),
@@ -224,7 +224,7 @@ def _model(name: str, total: int, d: Mapping[str, Any], device_id: int, profiles
 
 
 def _mig_devices(d: Mapping[str, Any], total: int, notes: list[str]) -> tuple[inventory.MigDevice, ...]:
-    by_id = {int(info["id"]): (int(c), info) for c, info in d.get("giProfiles", {}).items() if not snapshot._is_error(info)}
+    by_id = {int(info["id"]): (int(c), info) for c, info in d.get("giProfiles", {}).items() if not snapshot.is_error(info)}
     out = []
     for m in d.get("migDevices", []):
         if "error" in m:

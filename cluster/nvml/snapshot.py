@@ -64,7 +64,7 @@ def _struct(obj: Any, fields: tuple[str, ...]) -> dict[str, Any]:
     return {f: (_text(getattr(obj, f)) if isinstance(getattr(obj, f), bytes) else getattr(obj, f)) for f in fields}
 
 
-def _is_error(value: Any) -> bool:
+def is_error(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {"error"}
 
 
@@ -96,7 +96,7 @@ def _read(path: Path) -> str | None:
 def _device(nv: Any, index: int, sysfs: Path) -> DeviceSnapshot:
     h = nv.nvmlDeviceGetHandleByIndex(index)
     pci = _call(nv, lambda: _struct(nv.nvmlDeviceGetPciInfo(h), ("busId", "pciDeviceId", "pciSubSystemId")))
-    bus = pci.get("busId", "") if not _is_error(pci) else ""
+    bus = pci.get("busId", "") if not is_error(pci) else ""
     mig_mode = _call(nv, lambda: list(nv.nvmlDeviceGetMigMode(h)))
     snap: DeviceSnapshot = {
         "index": index,
@@ -116,7 +116,7 @@ def _device(nv: Any, index: int, sysfs: Path) -> DeviceSnapshot:
         "computeMode": _call(nv, lambda: nv.nvmlDeviceGetComputeMode(h)),
         "processes": _call(nv, lambda: _processes(nv, h)),
     }
-    if _is_error(mig_mode):  # NotSupported: not a MIG-capable GPU; nothing more to ask
+    if is_error(mig_mode):  # NotSupported: not a MIG-capable GPU; nothing more to ask
         return snap
     _profiles(nv, h, snap)
     if mig_mode[0] == nv.NVML_DEVICE_MIG_ENABLE and isinstance(snap["maxMigDeviceCount"], int):
@@ -153,7 +153,7 @@ def _profiles(nv: Any, h: Any, snap: DeviceSnapshot) -> None:
     for const in range(getattr(nv, "NVML_GPU_INSTANCE_PROFILE_COUNT", GI_PROFILE_COUNT_FALLBACK)):
         info = _call(nv, lambda: _struct(nv.nvmlDeviceGetGpuInstanceProfileInfo(h, const), _PROFILE_FIELDS))
         snap["giProfiles"][str(const)] = info
-        if not _is_error(info):
+        if not is_error(info):
             snap["possiblePlacements"][str(info["id"])] = _call(nv, lambda: _placements(nv, h, info["id"]))
 
 
@@ -235,7 +235,7 @@ def _device_problems(where: str, dev: Any) -> list[str]:
         out.append(f"{where}.index: must be a whole number")
     for key, kinds in _DEVICE_SHAPES.items():
         value = dev.get(key)
-        if value is None or _is_error(value) or isinstance(value, kinds):
+        if value is None or is_error(value) or isinstance(value, kinds):
             continue
         out.append(f"{where}.{key}: must be {' or '.join(_WORDS[k] for k in kinds)} or an NVML error, "
                    f"got {_WORDS.get(type(value), type(value).__name__)}")

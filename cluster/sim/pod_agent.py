@@ -46,7 +46,7 @@ def runtime_id(pod_uid: str, container: str, restart: int) -> str:
     return f"containerd://{logstore.container_id(pod_uid, container, restart)}"
 
 
-def _container_status(c: Mapping[str, Any], pod_uid: str, state: dict[str, Any], ready: bool, restart: int = 0,
+def container_status(c: Mapping[str, Any], pod_uid: str, state: dict[str, Any], ready: bool, restart: int = 0,
                       last: dict[str, Any] | None = None) -> dict[str, Any]:
     """A container's status. A waiting container shows the instance that last ran (none before its first start),
     as a kubelet's does."""
@@ -93,11 +93,11 @@ def running_status(pod: dict[str, Any], node: dict[str, Any] | None, restart: in
         "phase": "Running", "conditions": _conditions(ts, True), "hostIP": host_ip,
         "hostIPs": [{"ip": host_ip}], "podIP": ip, "podIPs": [{"ip": ip}], "startTime": ts, "qosClass": _qos(pod),
         "initContainerStatuses": [
-            _container_status(c, uid, {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": ts,
+            container_status(c, uid, {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": ts,
                                                       "finishedAt": ts}}, False)
             for c in pod["spec"].get("initContainers", [])
         ] or None,
-        "containerStatuses": [_container_status(c, uid, running, True, restart, (last or {}).get(c["name"]))
+        "containerStatuses": [container_status(c, uid, running, True, restart, (last or {}).get(c["name"]))
                               for c in pod["spec"].get("containers", [])],
     }
 
@@ -131,7 +131,7 @@ def finished_status(pod: dict[str, Any], exit_code: int, restart: int = 0) -> di
     return {
         "phase": "Succeeded" if exit_code == 0 else "Failed",
         "conditions": _conditions(ts, False),
-        "containerStatuses": [_container_status(c, uid, {"terminated": term[c["name"]]}, False, restart,
+        "containerStatuses": [container_status(c, uid, {"terminated": term[c["name"]]}, False, restart,
                                                 last.get(c["name"])) for c in pod["spec"].get("containers", [])],
     }
 
@@ -145,9 +145,9 @@ def backoff_status(pod: dict[str, Any], term: Mapping[str, dict[str, Any]], rest
         if wait:
             state = {"waiting": {"reason": "CrashLoopBackOff",
                                  "message": restarts.crashloop_message(pod, c["name"], wait)}}
-            statuses.append(_container_status(c, uid, state, False, restart, {"terminated": term[c["name"]]}))
+            statuses.append(container_status(c, uid, state, False, restart, {"terminated": term[c["name"]]}))
         else:
-            statuses.append(_container_status(c, uid, {"terminated": term[c["name"]]}, False, restart - 1,
+            statuses.append(container_status(c, uid, {"terminated": term[c["name"]]}, False, restart - 1,
                                               _last_states(pod).get(c["name"])))
     conds = [dict(cond, status="False", reason="ContainersNotReady") if cond["type"] in ("Ready", "ContainersReady")
              else cond for cond in _conditions(nodes.now(), True)]

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import io
 from itertools import groupby
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from graders import findings
+from graders.severity import Severity
 
-_STYLE = {findings.Severity.ERROR: "bold red", findings.Severity.WARNING: "yellow", findings.Severity.INFO: "cyan"}
+if TYPE_CHECKING:
+    from graders import findings
+
+_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
 def print_lint(result: findings.LintResult, console: Console, *, show_info: bool = True) -> None:
-    shown = [f for f in result.findings if show_info or f.severity is not findings.Severity.INFO]
+    shown = [f for f in result.findings if show_info or f.severity is not Severity.INFO]
     for file, group in groupby(shown, key=lambda f: f.file):
         console.print(Text(file, style="bold underline"))
         for f in group:
@@ -30,7 +34,7 @@ def print_lint(result: findings.LintResult, console: Console, *, show_info: bool
 
 
 def summary(result: findings.LintResult) -> str:
-    infos = result.count(findings.Severity.INFO)
+    infos = result.count(Severity.INFO)
     files = len(result.files)
     return (f"{files} file{'s' if files != 1 else ''} checked: {result.errors} error(s), "
             f"{result.warnings} warning(s), {infos} note(s)")
@@ -48,7 +52,10 @@ def print_report(report: findings.Report, console: Console) -> None:
 
 
 def _plain_console(buffer: io.StringIO) -> Console:
-    return Console(file=buffer, width=110, color_system=None, highlight=False, force_terminal=False)
+    # force_jupyter=False: inside a kernel rich would hand each printed line to IPython's display instead of the
+    # buffer, so a cell ending in `lab.check()` showed the report twice (a line per output, then the table).
+    return Console(file=buffer, width=110, color_system=None, highlight=False, force_terminal=False,
+                   force_jupyter=False)
 
 
 def report_text(report: findings.Report) -> str:

@@ -7,11 +7,14 @@ makes sentences (messages and hints) hard to read; numbers keep the right alignm
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from graders import findings
+from graders.severity import Severity
 
-_COLOUR = {findings.Severity.ERROR: "#b00020", findings.Severity.WARNING: "#b26a00", findings.Severity.INFO: "#00639b"}
+if TYPE_CHECKING:
+    from graders import findings
+
+_COLOUR = {Severity.ERROR: "#b00020", Severity.WARNING: "#b26a00", Severity.INFO: "#00639b"}
 _TEXT = "text-align:left;vertical-align:top"
 _NUMBER = "text-align:right;vertical-align:top"
 

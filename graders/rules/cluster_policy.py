@@ -10,9 +10,9 @@ know what the operator does with them.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 
+from cluster import strict
 from cluster.gpu import clusterpolicy_crd
 from graders import findings, manifests, source
 from graders.rules import base
@@ -38,5 +38,4 @@ def _closest(key: str, known: tuple[str, ...]) -> str:
     for option in known:
         if option.lower() == key.lower().replace("-", "").replace("_", ""):
             return option
-    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
-    return close[0] if close else ""
+    return strict.closest(key, known, cutoff=0.6) or ""

@@ -12,11 +12,11 @@ operator's ``MIG_STRATEGY`` overriding the file).
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Iterator
 
+from cluster import strict
 from cluster.gpu import device_plugin_config as dpc
 from graders import findings, manifests, source
 from graders.rules import base
@@ -167,8 +167,7 @@ def _closest(key: str, known: tuple[str, ...]) -> str:
     for option in known:
         if option.lower() == normal:
             return option
-    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.4)
-    return close[0] if close else ""
+    return strict.closest(key, known, cutoff=0.4) or ""
 
 
 def _path_of(data: object, dotted: str) -> source.YPath:

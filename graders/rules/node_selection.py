@@ -10,9 +10,9 @@ the GPUs the pod asks for.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 
+from cluster import strict
 from graders import context, findings, manifests, placement, source
 from graders.rules import base
 
@@ -86,17 +86,17 @@ def _label(
 ) -> Iterator[findings.Finding]:
     known = fleet.labels.get(key)
     if known is None:
-        close = difflib.get_close_matches(key, list(fleet.labels), n=1, cutoff=0.6)
+        close = strict.closest(key, fleet.labels, cutoff=0.6)
         variant = "unknown-key" if required and key.startswith(_MANAGED) else "unknown-key-warning"
         yield base.emit(doc, path, f"gpu-node-selection/{variant}", key=key, fleet=fleet.name,
-                        suggestion=close[0] if close else "")
+                        suggestion=close or "")
         return
     missing = [v for v in values if v not in known]
     if values and len(missing) == len(values):
-        close = difflib.get_close_matches(values[0], sorted(known), n=1, cutoff=0.4)
+        close = strict.closest(values[0], known, cutoff=0.4)
         variant = "unknown-value" if required else "unknown-value-warning"
         yield base.emit(doc, path, f"gpu-node-selection/{variant}", key=key, value=", ".join(values),
-                        known=", ".join(sorted(known)[:12]), suggestion=close[0] if close else sorted(known)[0])
+                        known=", ".join(sorted(known)[:12]), suggestion=close or sorted(known)[0])
 
 
 def _combined(doc: source.Document, pod: manifests.PodSpecAt, fleet: context.FleetFacts) -> Iterator[findings.Finding]:

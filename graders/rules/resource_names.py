@@ -9,10 +9,10 @@ a name without a domain, a manifest the apiserver refuses.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator
 
+from cluster import strict
 from cluster.gpu import catalog
 from graders import context, findings, manifests, placement, source
 from graders.rules import base
@@ -95,7 +95,7 @@ def _offered(fleet: context.FleetFacts) -> str:
 
 def _suggest(name: str, fleet: context.FleetFacts) -> str:
     candidates = sorted(set(KNOWN) | {n for n in fleet.resources if placement.is_accelerator(n)})
-    close = difflib.get_close_matches(name.lower(), candidates, n=1, cutoff=0.5)
+    close = strict.closest(name.lower(), candidates, cutoff=0.5)
     if close:
-        return close[0]
+        return close
     return "nvidia.com/gpu" if "gpu" in name.lower() else candidates[0]

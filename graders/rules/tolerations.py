@@ -10,9 +10,9 @@ quoted here.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 
+from cluster import strict
 from graders import context, findings, manifests, placement, source
 from graders.rules import base
 
@@ -107,8 +107,8 @@ def _closest(needs: placement.PodNeeds, taint: context.Taint) -> placement.Toler
     same_key = [t for t in needs.tolerations if t.key == taint.key]
     if same_key:
         return same_key[0]
-    close = difflib.get_close_matches(taint.key, [t.key for t in needs.tolerations], n=1, cutoff=0.0)
-    return next((t for t in needs.tolerations if close and t.key == close[0]), None)
+    close = strict.closest(taint.key, [t.key for t in needs.tolerations], cutoff=0.0)
+    return next((t for t in needs.tolerations if close and t.key == close), None)
 
 
 def _fields(tol: placement.Toleration | None) -> dict[str, object]:

@@ -32,7 +32,7 @@ def _view(ev: evidence.Evidence) -> ClusterView:
     return ev.view
 
 
-def _guarded(probe: Callable[[ClusterView], Outcome], ev: evidence.Evidence) -> Outcome:
+def guarded(probe: Callable[[ClusterView], Outcome], ev: evidence.Evidence) -> Outcome:
     try:
         return probe(_view(ev))
     except OutOfScope as exc:
@@ -88,7 +88,7 @@ class PodRule:
         return f"pods in {self.namespace}" + (f" with {self.selector.text}" if self.selector and self.selector.text else "")
 
     def evaluate(self, ev: evidence.Evidence) -> Outcome:
-        return _guarded(self._probe, ev)
+        return guarded(self._probe, ev)
 
     def _probe(self, view: ClusterView) -> Outcome:
         if self.name:
@@ -172,7 +172,7 @@ class NodeRule:
                    {k: (None if v is None else str(paths.scalar(v))) for k, v in sections["labels"].items()})
 
     def evaluate(self, ev: evidence.Evidence) -> Outcome:
-        return _guarded(self._probe, ev)
+        return guarded(self._probe, ev)
 
     def _probe(self, view: ClusterView) -> Outcome:
         for field, wanted in (("capacity", self.capacity), ("allocatable", self.allocatable)):
@@ -293,7 +293,7 @@ class ObjectRule:
         return f"{self.kind} {where}{self.name}".strip() if self.name else self.kind
 
     def evaluate(self, ev: evidence.Evidence) -> Outcome:
-        return _guarded(self._probe, ev)
+        return guarded(self._probe, ev)
 
     def _probe(self, view: ClusterView) -> Outcome:
         obj = _GETTERS[self.kind](view, self.namespace, self.name)
@@ -402,7 +402,7 @@ class PredictionRule:
         return ""
 
     def evaluate(self, ev: evidence.Evidence) -> Outcome:
-        return _guarded(lambda view: self._probe(view, ev), ev)
+        return guarded(lambda view: self._probe(view, ev), ev)
 
     def _probe(self, view: ClusterView, ev: evidence.Evidence) -> Outcome:
         made, problem = predict.read(ev.files.get(self.file))

@@ -12,9 +12,6 @@ Both read the learner's file and the cluster; a scrape needs the live cluster (t
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +19,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from cluster import quantity
+from cluster.kube import http
 from graders import ClusterView, promql
 from graders.rules import service_monitor
 from graders.manifests import as_list, as_map, as_str
@@ -81,7 +79,7 @@ class ScrapeRule:
         target, why = self.resolve(sm)
         if target is None:
             return Outcome(False, f"ServiceMonitor {self.name} finds no target: {why}")
-        return live._guarded(lambda view: self._scrape(view, target), ev)  # noqa: SLF001 - one guard for views
+        return live.guarded(lambda view: self._scrape(view, target), ev)  # noqa: SLF001 - one guard for views
 
     def resolve(self, sm: dict[str, Any]) -> tuple[tuple[int, str] | None, str]:
         """(target port, path) on the Service, as the Prometheus Operator would pick them, or why none."""
@@ -115,12 +113,9 @@ class ScrapeRule:
         if not url:
             return Outcome(False, "the DCGM exporter publishes no endpoint: is the GPU Operator installed?")
         # The simulated exporter pods share one endpoint on this machine; the Service's targetPort stands for it.
-        base = urllib.parse.urlsplit(url)
-        scrape = urllib.parse.urlunsplit((base.scheme, base.netloc, path, "", ""))
         try:
-            with urllib.request.urlopen(scrape, timeout=10) as response:  # noqa: S310 - our own exporter
-                text = response.read().decode()
-        except (urllib.error.URLError, OSError) as exc:
+            text = http.get_text(http.at_path(url, path), timeout=10)
+        except http.HttpError as exc:
             return Outcome(False, f"scraping {where} on targetPort {port}{path} failed: {exc}")
         series = [s for fam in text_string_to_metric_families(text) for s in fam.samples if s.name == self.metric]
         if not series:
@@ -180,7 +175,7 @@ class AlertRule:
             tree = promql.parse(str(rule.get("expr") or ""))
         except promql.PromQLError as exc:
             return Outcome(False, f"alert {self.alert}: {exc.message}")
-        return live._guarded(lambda view: self._fires(view, tree), ev)  # noqa: SLF001 - one guard for views
+        return live.guarded(lambda view: self._fires(view, tree), ev)  # noqa: SLF001 - one guard for views
 
     def _fires(self, view: ClusterView, tree: promql.Expr) -> Outcome:
         try:

@@ -16,8 +16,9 @@ import logging
 import os
 import pwd
 
-from cluster import backends, settings
+from cluster import backends, fleet as fleet_mod, settings
 from cluster.progress import LogProgress
+from labs.classroom import layout
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +36,6 @@ def at_login() -> bool:
     the instructor's server, whose grading starts a cluster of its own (``labs.grader_cluster``)."""
     if not (enabled() and settings.current().cluster_at_login):
         return False
-    from labs.classroom import layout
-
     try:
         learners = grp.getgrnam(layout.LEARNERS_GROUP)
     except KeyError:
@@ -52,8 +51,7 @@ def ensure() -> None:
     backend = backends.current()
     if backend.name != "local":
         return
-    from cluster import fleet as fleet_mod
-    from cluster.backends.local import LocalBackend
+    from cluster.backends.local import LocalBackend  # here: class mode only (see tests/static/test_codebase_measures.py)
 
     assert isinstance(backend, LocalBackend)
     # Under the state folder's lock: a bring-up at login (``singleuser``'s thread) runs its processes before its

@@ -1,7 +1,8 @@
 """``gpulab class init`` and ``gpulab class add-learner``: the class folder, its accounts and their homes.
 
 The instructor's home gets ``course/``: the nbgrader course folder (config and the labs' source assignments,
-never the demo's solved work); a learner's home gets ``course/`` with the course notebooks. Learners' and the
+never the demo's solved work); a learner's home gets ``course/`` with the course notebooks, trusted in the learner's
+own Jupyter signature store while unchanged (``trust_course``). Learners' and the
 instructor's servers read the control-plane binaries from the class's read-only copy. Both steps withhold the lab
 solutions from everyone outside the group ``gpulab-instructors`` (``solutions.withhold``).
 """
@@ -88,6 +89,13 @@ def init(cd: layout.ClassDir, instructor: str, password: str | None, *, port: in
     return settings
 
 
+def trust_course(cd: layout.ClassDir, name: str, course: Path) -> None:
+    """Trust the learner's copies that are still the course's own, in the learner's own signature store, as the
+    learner (``labs.nbtrust``): their JupyterLab draws the saved widgets. A copy the learner changed stays
+    untrusted, and no instructor's store is ever written."""
+    accounts.run_as(name, [str(runtime.bin_dir(cd.root) / "gpulab"), "course", "trust", str(course)])
+
+
 def add_learner(cd: layout.ClassDir, name: str, password: str | None) -> layout.ClassSettings:
     accounts.require_root("gpulab class add-learner")
     settings = cd.settings()
@@ -101,6 +109,7 @@ def add_learner(cd: layout.ClassDir, name: str, password: str | None) -> layout.
         for notebook in sorted(COURSE_NOTEBOOKS.glob("*.ipynb")):
             shutil.copy2(notebook, course / notebook.name)
         accounts.give(course, name)
+    trust_course(cd, name, course)
     accounts.learner_jupyter_config(name)
     settings = settings.with_learner(name)
     cd.save(settings)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from cluster import errors
-from labs.classroom import accounts, layout, runtime, singleuser, solutions
+from labs.classroom import accounts, layout, reportservice, runtime, singleuser, solutions
 
 if TYPE_CHECKING:
     from labs.classroom import report as class_report
@@ -177,8 +177,6 @@ def report_text(rep: class_report.ClassReport) -> str:
 @_DIR
 def report_service_cmd(folder: str | None) -> None:
     """(Started by the hub) the class report as a page for the hub's admins: /services/class-report/."""
-    from labs.classroom import reportservice
-
     cd = layout.ClassDir(layout.class_dir(folder))
     from labs.classroom import report as class_report
 

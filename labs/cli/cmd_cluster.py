@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from cluster import backends, binaries, errors, fleet as fleet_mod, nvidiabuild, versions
+from cluster import backends, binaries, errors, fleet as fleet_mod, nvidiabuild, settings, versions
 from cluster.backends import guard
 from cluster.gpu import clusterpolicy_crd
 from cluster.backends.base import ClusterStatus
@@ -173,7 +173,7 @@ def register(cli: click.Group) -> None:
         """Regenerate NVIDIA's ClusterPolicy CRD with the pinned controller-gen (needs Go and the module proxy).
 
         Prints the file to commit as cluster/gpu/crds/nvidia.com_clusterpolicies.yaml."""
-        text = nvidiabuild.crd_header() + nvidiabuild.generate_clusterpolicy_crd(binaries.cache_dir(), RichProgress())
+        text = nvidiabuild.crd_header() + nvidiabuild.generate_clusterpolicy_crd(settings.cache_root(), RichProgress())
         if not check:
             click.echo(text, nl=False)
             return

@@ -1,4 +1,4 @@
-"""``gpulab course nbgrader-demo`` (the nbgrader round trip) and ``gpulab course nbgrader-sources``."""
+"""``gpulab course nbgrader-demo`` (the nbgrader round trip), ``nbgrader-sources``, ``outputs`` and ``trust``."""
 
 from __future__ import annotations
 
@@ -89,6 +89,21 @@ def sources_cmd(lab_ids: tuple[str, ...], course_dir: str | None) -> None:
     """Rewrite source/<lab>/<lab>.ipynb from the lab specs (after a lab's tasks or points change)."""
     for path in cn.write_sources(_course_dir(course_dir), list(lab_ids) or None):
         click.echo(f"wrote {path}")
+
+
+@course_group.command("trust")
+@click.argument("folder", required=False, type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--data-dir", "store", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The Jupyter data folder whose signature store to write (default: this account's).")
+def trust_cmd(folder: Path | None, store: Path | None) -> None:
+    """Trust the course notebooks in FOLDER (default: the course's own) that are unchanged from the course's, so
+    that JupyterLab draws their saved widgets before they run; a notebook that was changed is left untrusted."""
+    from labs import nbtrust, nboutputs
+
+    done = nbtrust.sign(folder or nboutputs.COURSE, store)
+    click.echo(f"trusted {len(done.signed)} course notebook(s) for this account ({done.store / 'nbsignatures.db'})")
+    for path in done.left:
+        click.echo(f"left untrusted (not the course's own): {path}")
 
 
 @course_group.command("outputs")

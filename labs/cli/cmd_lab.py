@@ -24,7 +24,7 @@ from cluster import errors
 from graders import Report
 from graders.render import json as json_render
 from graders.render import terminal
-from labs import grading, predict, runtime
+from labs import audit, grading, predict, runtime
 from labs.classroom import solutions
 from labs.grader_cluster import GraderCluster
 
@@ -58,8 +58,6 @@ def list_cmd(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def audit_cmd(as_json: bool) -> None:
     """Per lab: checks, share reading the cluster, share of points from answers.yaml, copies of module cells."""
-    from labs import audit
-
     for lab_id in labs.list_labs():  # the audit reads every solution and names what a notebook shows of it
         solutions.require(labs.get(lab_id).directory, "gpulab lab audit")
 

@@ -16,7 +16,7 @@ import click
 from cluster import errors as course_errors
 
 import quizzes
-from quizzes import analysis, bank, bankcheck, collect, coverage, errors, model, render, report, validate
+from quizzes import analysis, bank, bankcheck, collect, coverage, errors, model, plot, render, report, validate
 
 log = logging.getLogger(__name__)
 COURSE_OUTCOMES = Path(__file__).resolve().parents[2] / "course" / "outcomes.yaml"
@@ -172,8 +172,6 @@ def report_cmd(stores: tuple[Path, ...], csv_path: Path | None, plot_path: Path 
             render.write_csv(result, csv_path, items)
             click.echo(f"\nwrote {csv_path}")
         if plot_path or item_plot_path:
-            from quizzes import plot
-
             if plot_path:
                 plot.pre_post_chart(result, plot_path)
                 click.echo(f"wrote {plot_path}")

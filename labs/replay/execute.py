@@ -61,7 +61,7 @@ def _policy(admin: Client, learner: Client, spec: LabSpec, act: Act) -> list[str
     if gpustack.policy_state(admin) is None:
         return [f"{act.describe}: the GPU Operator is not installed; not replayed"]
     keys = str(d["field"]).split(".")
-    current_spec = admin.get(steps.POLICY_PATH).get("spec", {})
+    current_spec = admin.get(gpustack.names.POLICY).get("spec", {})
     ops: list[dict[str, Any]] = [{"op": "add", "path": "/spec/" + "/".join(keys[:i]), "value": {}}
                                  for i in range(1, len(keys))
                                  if not isinstance(scope_mod.at_keys(current_spec, keys[:i]), dict)]
@@ -74,7 +74,7 @@ def _policy(admin: Client, learner: Client, spec: LabSpec, act: Act) -> list[str
         ops.append({"op": "add", "path": pointer, "value": d["value"]})
     if ops:
         try:
-            admin.patch(steps.POLICY_PATH, ops, "application/json-patch+json")
+            admin.patch(gpustack.names.POLICY, ops, "application/json-patch+json")
         except errors.ApiError as exc:
             return [f"{act.describe}: the API server refused it: {exc.api_message}"]
     return []

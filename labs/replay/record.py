@@ -42,7 +42,7 @@ def record_actions(client: Client, spec: LabSpec) -> list[dict[str, Any]]:
                         "value": value if isinstance(value, str) else None})
     fields = allowed_policy_fields(spec)
     if fields and gpustack.policy_state(client) is not None:
-        current = as_map(client.get(steps.POLICY_PATH).get("spec"))
+        current = as_map(client.get(names.POLICY).get("spec"))
         for dotted in fields:
             actions.append({"action": "policy", "field": dotted,
                             "value": scope_mod.at_keys(current, dotted.split("."))})

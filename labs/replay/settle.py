@@ -5,9 +5,8 @@ whether anything may still change. A wait never fails: the checks judge the outc
 from __future__ import annotations
 
 import json
-import time
 
-from cluster import errors
+from cluster import errors, poll
 from cluster.gpustack import names
 from cluster.kube.client import Client
 from graders import LiveView
@@ -77,21 +76,14 @@ def wait(client: Client, spec: LabSpec, step: steps.Wait) -> None:
     when nothing has changed for ``QUIET_S`` (the learner's config will not get there); or after ``WAIT_CAP_S``.
     It never fails: the checks judge the outcome."""
     ev = evidence.Evidence({}, (), evidence.fleet_facts(spec.fleet), LiveView(client))
-    deadline = time.monotonic() + min(step.timeout, WAIT_CAP_S)
-    last, quiet_since = "", time.monotonic()
     # A wait for pods to be gone (count 0) is not over when the scheduler has decided: they are still leaving.
     pod_wait = isinstance(step.rule, live_checks.PodRule) and step.rule.count != 0
-    while time.monotonic() < deadline:
-        if step.rule.evaluate(ev).passed:
-            return
-        if pod_wait and decided(client, spec):
-            return
-        now = fingerprint(client, spec)
-        if now != last:
-            last, quiet_since = now, time.monotonic()
-        elif time.monotonic() - quiet_since >= QUIET_S and not mig_pending(client):
-            return
-        time.sleep(0.1)
+
+    def over(_: None = None) -> bool:
+        return step.rule.evaluate(ev).passed or (pod_wait and decided(client, spec))
+
+    poll.until(over(), lambda _: over(), bool, wait=min(step.timeout, WAIT_CAP_S), interval=0.1,
+               changed=lambda _: fingerprint(client, spec), quiet=QUIET_S, busy=lambda: mig_pending(client))
 
 
 def mig_pending(client: Client) -> bool:
@@ -103,13 +95,10 @@ def mig_pending(client: Client) -> bool:
 def pods(client: Client, spec: LabSpec, cap: float) -> None:
     """After the last act: wait until the scheduler has decided about every pod of the lab (bound and started,
     or unschedulable with its FailedScheduling event recorded), twice in a row, so the checks read an outcome."""
-    deadline = time.monotonic() + cap
-    in_a_row = 0
-    while time.monotonic() < deadline:
-        in_a_row = in_a_row + 1 if decided(client, spec, events=True) else 0
-        if in_a_row >= 2:
-            return
-        time.sleep(0.1)
+    def look(in_a_row: int) -> int:
+        return in_a_row + 1 if decided(client, spec, events=True) else 0
+
+    poll.until(look(0), look, lambda in_a_row: in_a_row >= 2, wait=cap, interval=0.1)
 
 
 def decided(client: Client, spec: LabSpec, *, events: bool = False) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cluster.gpu import clusterpolicy_crd
 from cluster.kube.client import Client
-from cluster.sim.gpu import names, operator
+from cluster.sim.gpu import names
 from graders import lint
 from gpu_e2e import gpu_operator
 
@@ -44,7 +44,7 @@ def test_explain_shows_nvidia_field_docs(gpu_operator: Client, local_cluster) ->
 
 def test_the_api_server_applies_the_crd_defaults(gpu_operator: Client) -> None:
     """The stored default policy carries the CRD's defaults (fields the chart's policy does not set)."""
-    spec = gpu_operator.get(operator.POLICY)["spec"]
+    spec = gpu_operator.get(names.POLICY)["spec"]
     assert spec["operator"]["runtimeClass"] == "nvidia"
     # v26.7.0's CRD gives migManager.config.name no default (``cluster.gpu.clusterpolicy_crd._as_taught``)
     assert spec["migManager"]["config"] == {"default": "all-disabled"}
@@ -61,13 +61,13 @@ def test_misspelt_field_behaves_as_the_linter_says(gpu_operator: Client, local_c
     quoted = re.findall(r"`([A-Za-z ]+: unknown field [^`]*)`", found[0].message)
     assert len(quoted) == 2 and "`field not declared in schema`" in found[0].message, found[0].message
     warning, strict = quoted
-    before = gpu_operator.get(operator.POLICY)
+    before = gpu_operator.get(names.POLICY)
 
     patched = local_cluster.kubectl("patch", "clusterpolicy", names.POLICY_NAME, "--type", "merge",
                                     "--patch-file", str(patch))
     assert warning in patched.stderr, patched.stderr
     assert "patched (no change)" in patched.stdout, patched.stdout
-    after = gpu_operator.get(operator.POLICY)
+    after = gpu_operator.get(names.POLICY)
     assert after["spec"] == before["spec"] and "confg" not in after["spec"]["devicePlugin"]
 
     applied = local_cluster.kubectl("apply", "-f", str(patch), check=False)
@@ -75,7 +75,7 @@ def test_misspelt_field_behaves_as_the_linter_says(gpu_operator: Client, local_c
     server_side = local_cluster.kubectl("apply", "--server-side", "-f", str(patch), check=False)
     assert server_side.returncode != 0, server_side.stdout
     assert ".spec.devicePlugin.confg: field not declared in schema" in server_side.stderr, server_side.stderr
-    assert gpu_operator.get(operator.POLICY)["spec"] == before["spec"]
+    assert gpu_operator.get(names.POLICY)["spec"] == before["spec"]
 
 
 def test_bad_mig_strategy_is_refused_as_the_linter_says(gpu_operator: Client, local_cluster, tmp_path: Path) -> None:
@@ -87,4 +87,4 @@ def test_bad_mig_strategy_is_refused_as_the_linter_says(gpu_operator: Client, lo
     refused = local_cluster.kubectl("patch", "clusterpolicy", names.POLICY_NAME, "--type", "merge",
                                     "--patch-file", str(patch), check=False)
     assert refused.returncode != 0 and quoted in refused.stderr, refused.stderr
-    assert gpu_operator.get(operator.POLICY)["spec"]["mig"]["strategy"] == "single"
+    assert gpu_operator.get(names.POLICY)["spec"]["mig"]["strategy"] == "single"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from cluster import binaries, errors, gobuild, nvidiabuild
+from cluster import errors, gobuild, nvidiabuild, settings
 from cluster.gpu import clusterpolicy_crd
 from cluster.progress import LogProgress
 from prerequisites import missing
@@ -21,7 +21,7 @@ def generated() -> str:
         gobuild.go_binary()
     except errors.BinariesUnavailable as exc:
         missing(exc.message)
-    return nvidiabuild.generate_clusterpolicy_crd(binaries.cache_dir(), LogProgress())
+    return nvidiabuild.generate_clusterpolicy_crd(settings.cache_root(), LogProgress())
 
 
 def test_committed_crd_is_controller_gen_output(generated: str) -> None:
@@ -33,4 +33,4 @@ def test_committed_crd_is_controller_gen_output(generated: str) -> None:
 
 def test_generated_crd_is_the_one_nvidia_ships(generated: str) -> None:
     """The same bytes as deployments/gpu-operator/crds in NVIDIA's module at the pinned commit."""
-    assert nvidiabuild.shipped_clusterpolicy_crd(binaries.cache_dir()) == generated
+    assert nvidiabuild.shipped_clusterpolicy_crd(settings.cache_root()) == generated

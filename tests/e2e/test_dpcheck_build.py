@@ -12,13 +12,13 @@ import subprocess
 from pathlib import Path
 
 from cluster import gobuild, progress, versions
-from cluster.binaries import cache_dir
+from cluster import settings
 from cluster.gpu import dpcheck
 from prerequisites import missing
 
 
 def _private_cache(tmp: Path) -> Path:
-    shared = cache_dir()
+    shared = settings.cache_root()
     try:
         gobuild.go_binary()
     except Exception as exc:  # noqa: BLE001 - the message says what is missing

@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from cluster import gobuild, versions
-from cluster.binaries import cache_dir
+from cluster import settings
 from prerequisites import missing as _missing
 
 BUILD = """
@@ -34,7 +34,7 @@ print(gobuild.build_extra(Path(sys.argv[1]), "celcheck", progress.LogProgress())
 
 
 def _shared_cache() -> Path:
-    shared = cache_dir()
+    shared = settings.cache_root()
     if not (shared / "go" / "mod").is_dir() or not (shared / "go" / "build").is_dir():
         _missing(f"no shared Go caches under {shared} (run `gpulab binaries ensure --source build` once)")
     try:

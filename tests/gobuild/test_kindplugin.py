@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import subprocess
 
-from cluster import binaries, gobuild
+from cluster import gobuild, settings
 from cluster.progress import LogProgress
 
 
 def test_node_plugin_go_tests_pass() -> None:
-    built = gobuild.build_standalone(binaries.cache_dir(), "kindplugin", LogProgress())
+    built = gobuild.build_standalone(settings.cache_root(), "kindplugin", LogProgress())
     assert built.exists()
     work = built.parent.parent
     proc = subprocess.run([str(gobuild.go_binary()), "test", "-count=1", "./..."], cwd=work, capture_output=True,
-                          text=True, timeout=600, check=False, env=gobuild.go_env(binaries.cache_dir()))
+                          text=True, timeout=600, check=False, env=gobuild.go_env(settings.cache_root()))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ok" in proc.stdout

@@ -169,33 +169,29 @@ def test_a_kind_cluster_is_told_by_its_nodes_provider_id(provider: str | None, k
 
 
 def test_kind_differences_name_real_checks_and_say_kind() -> None:
-    """Every documented kind difference names a check its lab has, and tells the learner it is about kind."""
+    """Every kind difference a lab declares (lab.yaml ``spec.backends.kind``) names a check the lab has, and its
+    reason (the kind backend's, for what it lacks) tells the learner it is about kind."""
     import labs
     from cluster.backends import kind as kind_mod
 
-    for lab_id, why in kind_mod.DIFFERENCES.items():
-        assert set(why) <= {c.id for c in labs.get(lab_id).checks}
-        assert all(reason.startswith("kind backend difference:") for reason in why.values())
+    declared = 0
+    for lab_id in labs.list_labs():
+        spec = labs.get(lab_id)
+        for check_id, d in spec.backends.get("kind", {}).items():
+            declared += 1
+            assert check_id in {c.id for c in spec.checks}
+            assert kind_mod.lacks(d.lacks, d.then).startswith("kind backend difference:")
+            assert "{then}" not in kind_mod.lacks(d.lacks, d.then)
+    assert declared == 6  # 03b (2), 04f, 05 (2), 07
 
 
 def test_every_kind_difference_is_graded_on_a_check_kind_can_pass() -> None:
-    """Each kind difference names what kind produces instead (``ON_KIND``), as a valid check of its lab."""
+    """Each kind difference names what kind produces instead (``gradedOn``), a cluster check parsed with the lab."""
     import labs
-    from cluster.backends import kind as kind_mod
-    from labs import checks
-    from labs.checks import static
-    from labs.spec import Problems
 
-    assert set(kind_mod.ON_KIND) == set(kind_mod.DIFFERENCES)
-    for lab_id, rules in kind_mod.ON_KIND.items():
-        assert set(rules) == set(kind_mod.DIFFERENCES[lab_id])
-        spec = labs.get(lab_id)
-        ctx = static.LoadContext(spec.files, spec.lint_files, frozenset(), spec.directory)
-        for check_id, rule in rules.items():
-            (key, raw), = rule.items()
-            p = Problems()
-            parsed = checks.KINDS[key](p, check_id, raw, ctx)
-            assert not p.items and parsed.cluster, (lab_id, check_id, p.items)
+    for lab_id in labs.list_labs():
+        for check_id, d in labs.get(lab_id).backends.get("kind", {}).items():
+            assert d.rule.cluster, (lab_id, check_id)
 
 
 def test_a_wait_only_the_pod_agent_satisfies_is_skipped_on_kind(tmp_path: Path) -> None:
@@ -225,12 +221,11 @@ def test_a_wait_only_the_pod_agent_satisfies_is_skipped_on_kind(tmp_path: Path) 
 def test_a_wait_for_what_kind_produces_instead_runs_on_kind_only(tmp_path: Path) -> None:
     """``onlyOnKind`` on a lab's wait step: skipped off kind (without reading any node), waited for on kind (it
     reads the node and times out here, where the fake node never shows the label); both switches at once are
-    refused, and every ONLY_ON_KIND check is a kind difference of its lab."""
+    refused, and a difference graded on kind alone (``only``) is part of its lab's declared kind differences."""
     from typing import Any, cast
 
     import pytest
 
-    from cluster.backends import kind as kind_mod
     from cluster.errors import ClusterError
     from cluster.kube.client import Client
     from labs import steps as lab_steps
@@ -249,5 +244,7 @@ def test_a_wait_for_what_kind_produces_instead_runs_on_kind_only(tmp_path: Path)
     both = Problems()
     lab_steps.parse(both, "spec.setup[0]", {"wait": {**raw["wait"], "notOnKind": True}}, tmp_path)
     assert any("exclude each other" in item for item in both.items)
-    for lab_id, only in kind_mod.ONLY_ON_KIND.items():
-        assert only <= set(kind_mod.DIFFERENCES[lab_id])
+    import labs
+
+    for lab_id in labs.list_labs():  # ``only`` is a flag of a declared kind difference, never a list apart
+        assert all(isinstance(d.only, bool) for d in labs.get(lab_id).backends.get("kind", {}).values())

@@ -61,7 +61,7 @@ def test_an_instance_that_ends_names_itself_in_last_state_and_the_next_has_a_new
 
 
 def test_a_container_waiting_for_its_first_start_has_no_container_id() -> None:
-    status = pod_agent._container_status({"name": "main"}, UID, {"waiting": {"reason": "ContainerCreating"}}, False)
+    status = pod_agent.container_status({"name": "main"}, UID, {"waiting": {"reason": "ContainerCreating"}}, False)
     assert "containerID" not in status
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from cluster import errors
-from cluster.gpu import catalog, inventory, mig
+from cluster.gpu import catalog, inventory, inventory_json, mig
 
 pytestmark = pytest.mark.unit
 
@@ -31,7 +31,7 @@ def test_json_round_trip_with_mig_and_processes() -> None:
     inv = inventory.simulated_inventory("n", H100, 2, layouts={1: fit.placements})
     busy = dataclasses.replace(inv.gpus[0], processes=(inventory.Process(7, "nvidia-cuda-mps-server", 30),))
     inv = inventory.NodeInventory("n", (busy, inv.gpus[1]), inv.driver_version, inv.cuda_driver_version)
-    again = inventory.NodeInventory.from_json(json.loads(json.dumps(inv.to_json())))
+    again = inventory_json.from_json(json.loads(json.dumps(inventory_json.inventory_to_json(inv))))
     assert again == inv
     assert again.gpus[0].model is H100  # catalog identity kept
     assert again.gpus[0].mps_server_running and not again.gpus[1].mps_server_running
@@ -40,12 +40,12 @@ def test_json_round_trip_with_mig_and_processes() -> None:
 def test_from_json_reports_every_problem() -> None:
     """Bad inventory JSON is a ConfigError listing each problem, never a traceback."""
     with pytest.raises(errors.ConfigError) as info:
-        inventory.NodeInventory.from_json({"hostname": "x", "gpus": []})
+        inventory_json.from_json({"hostname": "x", "gpus": []})
     assert info.value.problems == ["driverVersion: required field is missing", "cudaDriverVersion: required field is missing"]
-    good = inventory.simulated_inventory("n", H100, 1).to_json()
+    good = inventory_json.inventory_to_json(inventory.simulated_inventory("n", H100, 1))
     good["gpus"][0]["computeMode"] = "Turbo"
     with pytest.raises(errors.ConfigError) as info:
-        inventory.NodeInventory.from_json(dict(good))
+        inventory_json.from_json(dict(good))
     assert "computeMode 'Turbo' is not one of" in info.value.problems[0]
 
 
@@ -68,4 +68,4 @@ def test_unknown_model_round_trips() -> None:
     odd = catalog.GpuModel("RTX-4090", "NVIDIA GeForce RTX 4090", 0x2684, 24564, (8, 9), 128, "Ada Lovelace", "GeForce")
     gpu = inventory.GpuInfo(0, "GPU-1", odd, False, False, False, pci_class=0x030000)
     inv = inventory.NodeInventory("w", (gpu,), "580.1", (13, 0))
-    assert inventory.NodeInventory.from_json(inv.to_json()) == inv
+    assert inventory_json.from_json(inventory_json.inventory_to_json(inv)) == inv

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from prerequisites import require
 
-from cluster import binaries
+from cluster import settings
 from cluster.sim.gpu import manifests, names, operands, startlogs
 
 ALL_LINES = [(container, line) for container, lines in startlogs.LINES.items() for line in lines]
@@ -25,7 +25,7 @@ def _module_file(source: str) -> tuple[Path, int | None]:
     path, _, number = source.partition(".go:")
     path = path + ".go" if number else path
     escaped = re.sub(r"[A-Z]", lambda m: "!" + m.group(0).lower(), path)
-    return binaries.cache_dir() / "go" / "mod" / escaped, int(number) if number else None
+    return settings.cache_root() / "go" / "mod" / escaped, int(number) if number else None
 
 
 def _pattern(template: str) -> str:

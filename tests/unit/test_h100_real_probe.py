@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cluster.gpu import advertise, catalog, inventory
+from cluster.gpu import advertise, catalog, inventory, inventory_json
 from cluster.nvml import probe
 
 pytestmark = pytest.mark.unit
@@ -37,10 +37,10 @@ def test_labels_derived_from_the_real_h100() -> None:
 def test_the_recording_replays_to_the_same_document() -> None:
     """Mapping the recorded NVML answers again gives the recorded inventory and advertisement."""
     result = probe.from_snapshot(DOC["probe"]["snapshot"])
-    assert result.inventory.to_json() == DOC["probe"]["inventory"]
+    assert inventory_json.inventory_to_json(result.inventory) == DOC["probe"]["inventory"]
     ad = advertise.advertise(result.inventory, None, DOC["migStrategy"], machine=result.machine)
     assert {**ad.labels, **advertise.nfd_labels(result.inventory)} == DOC["advertisement"]["labels"]
-    assert inventory.NodeInventory.from_json(DOC["probe"]["inventory"]) == result.inventory
+    assert inventory_json.from_json(DOC["probe"]["inventory"]) == result.inventory
 
 
 def test_state_seen_on_the_real_h100() -> None:

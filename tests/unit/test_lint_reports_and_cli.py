@@ -121,12 +121,34 @@ def test_reports_and_lint_results_render_themselves_in_a_notebook() -> None:
     assert "gpu-integer" in lint_data["text/plain"] and "1 file checked" in lint_data["text/plain"]
 
 
-def test_a_report_renders_in_a_fresh_interpreter_without_the_renderers_imported() -> None:
+def test_a_report_shown_in_a_kernel_is_one_output_not_a_display_per_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a Jupyter kernel rich's Console sends what it prints to IPython's display (one output per line) instead
+    of its file, so the text form came out empty and the report showed twice: every line as its own output, then
+    the table. The text form is made inside the formatter and nothing else is displayed."""
+    import rich.console
+    from IPython.core.formatters import DisplayFormatter
+
+    monkeypatch.setattr(rich.console, "_is_jupyter", lambda: True)
+    shown: list[object] = []
+    monkeypatch.setattr("IPython.display.display", lambda *a, **k: shown.append(a))
+    data, _ = DisplayFormatter().format(_report())
+    assert "lab-1: 2/3.5" in data["text/plain"] and "hint: select the T4 node" in data["text/plain"]
+    assert "gpu-integer" in DisplayFormatter().format(_result())[0]["text/plain"]
+    assert shown == []
+
+
+def test_a_report_renders_in_a_fresh_interpreter_without_the_terminal_renderer_imported() -> None:
+    """A notebook showing a report as HTML never imports rich (the terminal renderer is imported on first use);
+    the text display still works from a fresh interpreter."""
     code = ("import sys; from graders import findings; "
             "r = findings.Report.from_checks('x', [findings.Check('c', False, 1, 'm', 'h')]); "
-            "assert 'graders.render.widget' not in sys.modules; print(r._repr_html_())")  # fmt: skip
+            "print(r._repr_html_()); assert 'graders.render.terminal' not in sys.modules; "
+            "assert 'rich.console' not in sys.modules\n"
+            "class P:\n    def text(self, t): print(t)\n"
+            "r._repr_pretty_(P(), False)")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "&#10008;" in out.stdout and "<i>h</i>" in out.stdout
+    assert "Lab x: 0/1" in out.stdout and "hint: h" in out.stdout
 
 
 def test_table_text_is_left_aligned_and_numbers_right_aligned() -> None:

@@ -50,13 +50,16 @@ def test_stream_chunks_compare_joined_and_images_by_kind() -> None:
     png_a = {"output_type": "display_data", "data": {"image/png": "AAAA", "text/plain": "<Figure 1>"}}
     png_b = {"output_type": "display_data", "data": {"image/png": "BBBB", "text/plain": "<Figure 1>"}}
     widget = {"output_type": "display_data", "data": {
-        "application/vnd.jupyter.widget-view+json": {"model_id": "a" * 32}, "text/plain": "VBox(children=(...))"}}
+        "application/vnd.jupyter.widget-view+json": {"model_id": "a" * 32}, "text/plain": "Quiz: x (6 questions)"}}
     widget2 = {"output_type": "display_data", "data": {
-        "application/vnd.jupyter.widget-view+json": {"model_id": "b" * 32}, "text/plain": "VBox(children=(..., ...))"}}
+        "application/vnd.jupyter.widget-view+json": {"model_id": "b" * 32}, "text/plain": "Quiz: x (6 questions)"}}
     saved = nb([stream("a\n"), stream("b\n"), png_a, widget])
     fresh = nb([stream("a\nb\n"), png_b, widget2])
     assert nboutputs.drift("n", saved, fresh) == []
     assert nboutputs.drift("n", saved, nb([stream("a\nb\n"), widget2]))  # the figure is gone: drift
+    # What a learner reads before running the cell is substance: a quiz that now has 7 questions is drift.
+    widget2["data"]["text/plain"] = "Quiz: x (7 questions)"
+    assert nboutputs.drift("n", saved, fresh)
 
 
 def test_changed_code_and_a_cell_that_now_prints_are_reported() -> None:
@@ -96,3 +99,27 @@ def test_a_volatile_cell_is_compared_by_the_kinds_of_its_outputs() -> None:
     saved["cells"][1]["metadata"] = {"tags": [nboutputs.VOLATILE_TAG]}
     assert nboutputs.drift("n", saved, fresh) == []
     assert nboutputs.drift("n", saved, nb([]))  # but a cell that stopped printing is still drift
+
+
+def test_the_writer_stores_a_widget_only_with_a_fallback_for_people(tmp_path: Any) -> None:
+    """``gpulab course outputs --write`` refuses to save a widget whose text form is its repr (what an untrusted
+    notebook shows in its place), and saves the fallback the widget gives."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("quizzes.show('x')")]
+    path = tmp_path / "n.ipynb"
+    nbformat.write(nb, str(path))
+    view = {"application/vnd.jupyter.widget-view+json": {"version_major": 2, "version_minor": 0, "model_id": "a" * 32}}
+    ran = nbformat.read(str(path), as_version=4)
+    ran.cells[0].outputs = [nbformat.v4.new_output("display_data", data={
+        **view, "text/plain": "VBox(children=(HTML(value='<style>\\n.gpulab-quiz …"})]
+    with pytest.raises(ValueError, match="n.ipynb cell 0: a widget's saved text is its repr"):
+        nboutputs.write(path, ran)
+    assert nbformat.read(str(path), as_version=4).cells[0].outputs == []  # nothing was written
+    fallback = {"text/plain": "Quiz: x, pre-quiz (6 questions)\nRun this cell to take it.",
+                "text/html": "<p><b>Quiz: x, pre-quiz (6 questions)</b></p>"}
+    ran.cells[0].outputs = [nbformat.v4.new_output("display_data", data={**view, **fallback})]
+    nboutputs.write(path, ran)
+    saved = nbformat.read(str(path), as_version=4).cells[0].outputs[0]["data"]
+    assert saved["text/plain"] == fallback["text/plain"] and saved["text/html"] == fallback["text/html"]

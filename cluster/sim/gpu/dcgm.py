@@ -17,7 +17,7 @@ from typing import Any
 
 from cluster.gpu import inventory
 from cluster.sim import checkpoint
-from cluster.sim.gpu import names
+from cluster.sim.gpu import admission, dra, hoststate, names
 
 # Board power limits (W) used to scale simulated power draw; public spec-sheet figures.
 TDP_WATTS = {"T4": 70, "L40S": 350, "A100-SXM4-40GB": 400, "A100-SXM4-80GB": 400, "H100-80GB-HBM3": 700,
@@ -90,8 +90,6 @@ def held_devices(entries: Sequence[checkpoint.Entry], node: Mapping[str, Any]) -
 
     IDs become UUIDs through what the node's plugin registered (extended resources) or its DRA devices (claims):
     nothing a pod's owner can write decides which GPU's memory a pod uses."""
-    from cluster.sim.gpu import admission, dra, hoststate
-
     registered, _, _ = admission.registry(node)
     by_id = {d.id: d.uuid for devices in registered.values() for d in devices}
     inv = hoststate.inventory_of(node)

@@ -9,7 +9,8 @@ from __future__ import annotations
 NAMESPACE = "gpu-operator"
 POLICY_NAME = "cluster-policy"
 CRD_NAME = "clusterpolicies.nvidia.com"
-POLICY_PATH = "/apis/nvidia.com/v1/clusterpolicies"
+POLICY_PATH = "/apis/nvidia.com/v1/clusterpolicies"  # the one spelling of the ClusterPolicy REST path
+POLICY = f"{POLICY_PATH}/{POLICY_NAME}"  # the one ClusterPolicy the operator reads
 APPS_PATH = f"/apis/apps/v1/namespaces/{NAMESPACE}"  # the operator's Deployment and DaemonSets
 MIG_CONFIGMAP = "default-mig-parted-config"
 MIG_CONFIG_KEY = "config.yaml"

@@ -119,7 +119,7 @@ def _cstatus(pod: Mapping[str, Any], name: str, state: dict[str, Any], ready: bo
              last: dict[str, Any] | None = None) -> dict[str, Any]:
     c = next((c for c in pod["spec"].get("containers", []) + pod["spec"].get("initContainers", [])
               if c["name"] == name), {"name": name, "image": ""})
-    return pod_agent._container_status(c, pod["metadata"]["uid"], state, ready, restarts, last)  # noqa: SLF001
+    return pod_agent.container_status(c, pod["metadata"]["uid"], state, ready, restarts, last)  # noqa: SLF001
 
 
 def _restarts(pod: Mapping[str, Any], name: str) -> int:

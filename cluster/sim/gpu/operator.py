@@ -21,7 +21,6 @@ from cluster.sim.gpu import dra, hoststate, manifests, names, nodeplan, plugin, 
 
 CRD_PATH = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{names.CRD_NAME}"
 NS_PATH = f"/api/v1/namespaces/{names.NAMESPACE}"
-POLICY = f"{names.POLICY_PATH}/{names.POLICY_NAME}"
 
 
 def _wait(what: str, check: Callable[[], bool], timeout: float, hint: str) -> None:
@@ -53,7 +52,7 @@ def _established(client: Client) -> bool:
 def policy_state(client: Client) -> str | None:
     """``status.state`` of ``cluster-policy``; ``None`` when the operator is not installed."""
     try:
-        return str(client.get(POLICY).get("status", {}).get("state") or "")
+        return str(client.get(names.POLICY).get("status", {}).get("state") or "")
     except errors.NotFound:
         return None
 
@@ -109,7 +108,7 @@ def uninstall(client: Client, *, timeout: float = 90.0, wait_namespace: bool = T
     The ``gpu-operator`` namespace goes last. Upstream's namespace controller acts on a deleted namespace only
     after 5 s (``namespaceDeletionGracePeriod``), so ``wait_namespace=False`` returns while it is still
     Terminating; ``install`` waits for it to be gone before creating it again."""
-    for path in (POLICY, *(f"{dra.CLASSES_PATH}/{n}" for n in names.DEVICE_CLASSES)):
+    for path in (names.POLICY, *(f"{dra.CLASSES_PATH}/{n}" for n in names.DEVICE_CLASSES)):
         try:
             client.delete(path)
         except errors.NotFound:
@@ -248,7 +247,7 @@ def status(client: Client) -> OperatorStatus:
 def _edited_keys(client: Client) -> dict[str, str]:
     """The device-plugin ConfigMap's keys as they are now (to tell a learner that a plugin runs an older text)."""
     try:
-        pol = policy_mod.from_object(client.get(f"{names.POLICY_PATH}/{names.POLICY_NAME}"))
+        pol = policy_mod.from_object(client.get(names.POLICY))
         if pol is None or not pol.device_plugin_config:
             return {}
         data = client.get(f"{NS_PATH}/configmaps/{pol.device_plugin_config}").get("data") or {}

@@ -95,7 +95,7 @@ class OperatorController:
         if state == self.state and current == state:
             return
         try:
-            await self.client.patch(f"{names.POLICY_PATH}/{names.POLICY_NAME}/status",
+            await self.client.patch(f"{names.POLICY}/status",
                                     {"status": {"state": state, "namespace": names.NAMESPACE}})
             self.state = state
         except errors.NotFound:
