@@ -171,3 +171,10 @@ def test_the_course_states_its_versions_in_one_place_and_the_simulator_follows_t
     assert f"(the lab cluster runs {versions.KUBERNETES_VERSION})" in start
     assert versions.GPU_OPERATOR_RELEASE in start and versions.GPU_OPERATOR_RELEASE in cell_with("02-gpu-operator.ipynb", "## 2. Installing it")
     assert versions.DEVICE_PLUGIN_VERSION in start
+
+
+def test_no_lab_or_module_names_a_resource_slice_by_a_fixed_name() -> None:
+    """A DRA driver's ResourceSlices get generated names (``<node>-gpu.nvidia.com-`` and a suffix), so text,
+    code cells and lab checks find a node's slice by ``spec.nodeName``."""
+    assert where(r"resourceslices?[ /][a-z0-9-]+-gpu\.nvidia\.com(?!-)") == []
+    assert where(r"kind: ResourceSlice, name:") == []
