@@ -101,8 +101,8 @@ def test_reconfiguration_never_evicts_a_running_mig_pod(mixed: Client, namespace
         'nodeSelector labels"', '"Changing the \'nvidia.com/mig.config.state\' node label to \'failed\'"',
         '"Error: failed to apply MIG configuration: exit status 1"',
         '"Waiting for change to \'nvidia.com/mig.config\' label"']
-    assert not [e for e in client.get("/api/v1/namespaces/default/events")["items"]
-                if e["involvedObject"]["name"] == NODE and "MIG" in e.get("message", "")]
+    events = client.get("/api/v1/namespaces/default/events")["items"]
+    assert not [e for e in events if e["involvedObject"].get("name") == NODE and "MIG" in e.get("message", "")]
     still = pod(client, namespace, "holder")
     assert still["metadata"]["uid"] == running["metadata"]["uid"] and still["status"]["phase"] == "Running"
     assert not still["metadata"].get("deletionTimestamp")
