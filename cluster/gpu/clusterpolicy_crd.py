@@ -35,7 +35,17 @@ _ROOT_KEEPS = frozenset({"apiVersion", "kind", "metadata"})  # the API server ha
 @functools.cache
 def _loaded() -> dict[str, Any]:
     data: dict[str, Any] = yaml.load(CRD_PATH.read_text(), Loader=_Loader)
+    _as_taught(data)
     return data
+
+
+def _as_taught(data: dict[str, Any]) -> None:
+    """Bring the pinned (v25.3.4) schema to the taught GPU Operator (v26.7.0) where the course depends on it:
+    v26.7.0's ``MIGPartedConfigSpec.Name`` has no ``+kubebuilder:default=default-mig-parted-config`` (an empty
+    name makes MIG manager v0.14+ generate its config from the GPUs; ``OP api/nvidia/v1/clusterpolicy_types.go``
+    at v26.7.0), so the API server must not fill the name in. The committed file stays controller-gen's."""
+    spec = data["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    spec["migManager"]["properties"]["config"]["properties"]["name"].pop("default", None)
 
 
 def crd() -> dict[str, Any]:

@@ -12,7 +12,7 @@ import pytest
 
 from cluster.kube.client import Client
 from cluster.sim.gpu import manifests, names
-from gpu_e2e import (configmap, create_pod, delete, ext, gpu_operator, gpu_pod, label, labels, mig_manager_log,
+from gpu_e2e import (POLICY, configmap, create_pod, delete, ext, gpu_operator, gpu_pod, label, labels, mig_manager_log,
                      operand_pods, pod, set_device_plugin_config, set_mig_strategy, wait_ext, wait_for, wait_phase)
 
 __all__ = ["gpu_operator"]
@@ -101,8 +101,8 @@ def test_reconfiguration_never_evicts_a_running_mig_pod(mixed: Client, namespace
         'nodeSelector labels"', '"Changing the \'nvidia.com/mig.config.state\' node label to \'failed\'"',
         '"Error: failed to apply MIG configuration: exit status 1"',
         '"Waiting for change to \'nvidia.com/mig.config\' label"']
-    assert not [e for e in client.get("/api/v1/namespaces/default/events")["items"]
-                if e["involvedObject"]["name"] == NODE and "MIG" in e.get("message", "")]
+    events = client.get("/api/v1/namespaces/default/events")["items"]
+    assert not [e for e in events if e["involvedObject"].get("name") == NODE and "MIG" in e.get("message", "")]
     still = pod(client, namespace, "holder")
     assert still["metadata"]["uid"] == running["metadata"]["uid"] and still["status"]["phase"] == "Running"
     assert not still["metadata"].get("deletionTimestamp")
@@ -127,15 +127,22 @@ def test_all_balanced_gives_2_1_1_per_gpu(mixed: Client) -> None:
 
 def test_impossible_layout_fails_with_a_reason(mixed: Client, local_cluster: Any) -> None:
     """§3/§4: a layout with no placement -> state failed, the mig-manager's log ends as mig-parted's does (no node
-    event); a name that is not in the file fails mig-parted's ``assert --valid-config``."""
+    event); a name that is not in the file fails mig-parted's ``assert --valid-config``. The layout lives in a
+    ConfigMap that ``migManager.config.name`` names (with no name the manager generates its file)."""
     client = mixed
-    cm_path = f"/api/v1/namespaces/{names.NAMESPACE}/configmaps/{names.MIG_CONFIGMAP}"
-    original = client.get(cm_path)["data"][names.MIG_CONFIG_KEY]
-    configmap(client, names.MIG_CONFIGMAP, {names.MIG_CONFIG_KEY: original.rstrip("\n") + "\n" + IMPOSSIBLE})
+    original = manifests.mig_configmap()["data"][names.MIG_CONFIG_KEY]
+    configmap(client, "impossible-mig-config", {names.MIG_CONFIG_KEY: original.rstrip("\n") + "\n" + IMPOSSIBLE})
+    client.patch(POLICY, {"spec": {"migManager": {"config": {"name": "impossible-mig-config"}}}})
     try:
         apply_config(client, "impossible", expect="failed")
-        failure = json.loads(client.get(f"/api/v1/nodes/{NODE}")["metadata"]["annotations"][names.MIG_FAILURE])
-        assert failure["config"] == "impossible" and "does not fit" in failure["reason"]
+
+        def failure() -> dict[str, str]:
+            return dict(json.loads(client.get(f"/api/v1/nodes/{NODE}")["metadata"]["annotations"][names.MIG_FAILURE]))
+
+        # A reconcile that ran before the stack read the new policy failed against the generated file; a failure
+        # against another file than the policy's now names is tried again (the operator rolls the DaemonSet).
+        wait_for(lambda: failure()["file"] == "impossible-mig-config", 20, what="the failure read impossible-mig-config")
+        assert failure()["config"] == "impossible" and "does not fit" in failure()["reason"]
         said = mig_manager_log(local_cluster, client, NODE)
         assert "error setting MIGConfig: error attempting multiple config orderings: all orderings failed" in said
         events = client.get("/api/v1/namespaces/default/events")["items"]
@@ -146,7 +153,9 @@ def test_impossible_layout_fails_with_a_reason(mixed: Client, local_cluster: Any
         assert 'level=fatal msg="Error selecting MIG config: selected mig-config not present: all-9g.99gb"' in said
         assert 'level=error msg="Error: failed to validate MIG configuration: exit status 1"' in said
     finally:
-        configmap(client, names.MIG_CONFIGMAP, {names.MIG_CONFIG_KEY: original})
+        client.patch(POLICY, [{"op": "replace", "path": "/spec/migManager/config", "value": {"default": "all-disabled"}}],
+                     "application/json-patch+json")
+        delete(client, f"/api/v1/namespaces/{names.NAMESPACE}/configmaps/impossible-mig-config")
 
 
 def test_t4_is_not_mig_capable(gpu_operator: Client) -> None:
@@ -183,9 +192,11 @@ def test_time_sliced_1g_10gb_gives_28_per_gpu(mixed: Client) -> None:
 
 
 def test_default_mig_config_is_installed(gpu_operator: Client) -> None:
-    """Install: default-mig-parted-config carries the operator's named configs; MIG nodes default to all-disabled."""
+    """Install: default-mig-parted-config carries the operator's named configs (the MIG manager's fallback); the
+    default policy names no ConfigMap; MIG nodes default to all-disabled."""
     data = gpu_operator.get(f"/api/v1/namespaces/{names.NAMESPACE}/configmaps/{names.MIG_CONFIGMAP}")["data"]
     assert data == manifests.mig_configmap()["data"]
+    assert gpu_operator.get(POLICY)["spec"]["migManager"]["config"] == {"default": "all-disabled"}
     assert labels(gpu_operator, "h100-0")[names.MIG_CONFIG] == "all-disabled"
     assert labels(gpu_operator, "h100-0")[names.MIG_CONFIG_STATE] == "success"
 

@@ -57,3 +57,14 @@ def test_describe_gives_kubectl_explain_text() -> None:
         "ConfigMap name for NVIDIA Device Plugin config including shared config between plugin and GFD"
     assert clusterpolicy_crd.describe("spec.devicePlugin.env.name") is not None  # through the list's items
     assert clusterpolicy_crd.describe("spec.devicePlugin.confg") is None
+
+
+def test_the_mig_manager_config_name_has_no_default_as_in_the_taught_operator() -> None:
+    """GPU Operator v26.7.0's ``MIGPartedConfigSpec.Name`` has no kubebuilder default (the pinned v25.3.4 file
+    defaults it to default-mig-parted-config), so a ClusterPolicy without a name keeps none and the MIG manager
+    generates its config; ``default`` keeps its all-disabled default."""
+    config = manifests.crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+        "properties"]["migManager"]["properties"]["config"]["properties"]
+    assert "default" not in config["name"]
+    assert config["default"]["default"] == "all-disabled"
+    assert "default: default-mig-parted-config" in clusterpolicy_crd.CRD_PATH.read_text()  # the file is unchanged

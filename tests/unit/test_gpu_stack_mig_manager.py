@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from cluster.gpu import mig
-from cluster.sim.gpu import hoststate, manifests, migmanager, names
+from cluster.sim.gpu import hoststate, manifests, migmanager, names, policy as policy_mod
 from gpustack_factories import default_policy, ext, make_node, make_pod, settle, with_layout
 
 pytestmark = pytest.mark.unit
@@ -21,6 +22,11 @@ mig-configs:
       "3g.40gb": 2
       "1g.10gb": 1
 """
+
+
+def named(**changes: Any) -> policy_mod.Policy:
+    """A policy whose ``migManager.config.name`` names a ConfigMap: the manager reads that file."""
+    return default_policy(mig_config="custom-mig-config", **changes)
 
 
 def labelled(config: str, model: str = "A100-SXM4-80GB", gpus: int = 4, **labels: str) -> dict:
@@ -61,14 +67,14 @@ def test_a_new_layout_goes_through_pending() -> None:
 
 def test_impossible_layout_fails_with_a_reason() -> None:
     """§4 fit: 3g.40gb x2 + 1g.10gb does not fit an 8-slice GPU -> apply fails with the placement reason."""
-    d = migmanager.decide(labelled("too-big"), default_policy(), IMPOSSIBLE)
+    d = migmanager.decide(labelled("too-big"), named(), IMPOSSIBLE)
     assert d.action == migmanager.APPLY and d.result is not None and not d.result.ok
     assert "does not fit on NVIDIA A100-SXM4-80GB" in d.reason
 
 
 def test_broken_file_fails() -> None:
     """§4 strict parser: an unknown field in the mig-parted file -> failed with the parser's words."""
-    d = migmanager.decide(labelled("x"), default_policy(), "version: v1\nmig-configs:\n  x:\n  - devices: all\n    mig-enabled: false\n    colour: red\n")
+    d = migmanager.decide(labelled("x"), named(), "version: v1\nmig-configs:\n  x:\n  - devices: all\n    mig-enabled: false\n    colour: red\n")
     assert d.action == migmanager.FAILED and "unexpected field: colour" in d.reason
 
 
@@ -190,7 +196,8 @@ def test_a_whole_gpu_in_use_refuses_the_mig_mode_change() -> None:
 def test_after_a_failure_only_a_label_change_or_a_new_manager_pod_tries_again() -> None:
     """§9 (``MP cmd/nvidia-mig-manager/main.go``): a failed config is not retried by the same manager pod."""
     node = labelled("all-1g.10gb", **{names.MIG_CONFIG_STATE: "failed"})
-    node["metadata"]["annotations"][names.MIG_FAILURE] = migmanager.failure_annotation("all-1g.10gb", "busy", "mm-1")
+    node["metadata"]["annotations"][names.MIG_FAILURE] = migmanager.failure_annotation(
+        "all-1g.10gb", "busy", "mm-1", migmanager.source(node, default_policy()))
     assert migmanager.decide(node, default_policy(), FILE, "mm-1").action == migmanager.NONE
     assert migmanager.decide(node, default_policy(), FILE, "mm-2").action == migmanager.APPLY
 
@@ -208,12 +215,35 @@ def test_a_failure_is_tried_again_once_mig_manager_config_names_another_file() -
 def test_a_failure_for_a_missing_configmap_is_tried_again_once_it_exists() -> None:
     """A real mig-manager pod whose config volume is missing waits instead of running; created, it applies."""
     node = labelled("all-1g.10gb", **{names.MIG_CONFIG_STATE: "failed"})
-    missing = migmanager.decide(node, default_policy(), None, "mm-1")
+    missing = migmanager.decide(node, named(), None, "mm-1")
     assert missing.action == migmanager.FAILED
+    assert missing.reason == 'configmap "custom-mig-config" not found in namespace gpu-operator'
     node["metadata"]["annotations"][names.MIG_FAILURE] = migmanager.failure_annotation(
-        "all-1g.10gb", missing.reason, "mm-1", names.MIG_CONFIGMAP)
-    assert migmanager.decide(node, default_policy(), None, "mm-1").action == migmanager.NONE
-    assert migmanager.decide(node, default_policy(), FILE, "mm-1").action == migmanager.APPLY
+        "all-1g.10gb", missing.reason, "mm-1", "custom-mig-config")
+    assert migmanager.decide(node, named(), None, "mm-1").action == migmanager.NONE
+    assert migmanager.decide(node, named(), FILE, "mm-1").action == migmanager.APPLY
+
+
+def test_the_default_policy_names_no_configmap_and_the_manager_generates_its_file() -> None:
+    """GPU Operator v26.7.0's chart renders ``migManager.config`` without ``name``; MIG manager v0.14+ then
+    generates its layouts from the GPUs (``setupMigConfig``): no ConfigMap is read, none can be missing, and
+    the file is the node's ``<node>-mig-config``."""
+    assert manifests.cluster_policy()["spec"]["migManager"]["config"] == {"default": "all-disabled"}
+    assert default_policy().mig_config == ""
+    node = labelled("all-1g.10gb")
+    d = migmanager.decide(node, default_policy(), None)
+    assert d.action == migmanager.APPLY and d.result is not None and d.result.ok
+    assert d.file == f"{node['metadata']['name']}-mig-config"
+    assert migmanager.decide(labelled("too-big"), default_policy(), IMPOSSIBLE).reason == \
+        "selected mig-config not present: too-big"  # the default ConfigMap's text is not what it reads
+
+
+def test_a_named_configmap_replaces_the_generated_file() -> None:
+    """With ``migManager.config.name`` set the manager reads that ConfigMap (``CONFIG_FILE``) and nothing else."""
+    d = migmanager.decide(labelled("too-big"), named(), IMPOSSIBLE)
+    assert d.file == "custom-mig-config" and d.action == migmanager.APPLY
+    assert migmanager.decide(labelled("all-1g.10gb"), named(), IMPOSSIBLE).reason == \
+        "selected mig-config not present: all-1g.10gb"
 
 
 def test_gpu_clients_are_daemonset_pods_that_select_the_client_label() -> None:

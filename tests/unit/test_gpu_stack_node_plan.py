@@ -112,7 +112,7 @@ def test_unknown_label_on_a_fresh_plugin_blocks_it_in_init() -> None:
     assert plan.operands["device-plugin"].phase == operands.INIT_CRASH
 
 
-def test_missing_configmap_leaves_the_plugin_container_creating() -> None:
+def test_missing_configmap_keeps_the_plugin_from_mounting_its_config() -> None:
     """Operator: a policy naming a ConfigMap that does not exist -> the plugin pod cannot mount its config."""
     node, plan = settle(make_node(), default_policy(device_plugin_config="absent", device_plugin_default="x"))
     assert plan.operands["device-plugin"].phase == operands.CREATING
@@ -286,3 +286,26 @@ def test_mps_over_48_replicas_is_refused() -> None:
     mps = "version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 49\n"
     _, plan = settle(make_node(), default_policy(device_plugin_config=CM, device_plugin_default="m"), {CM: {"m": mps}})
     assert plan.operands["device-plugin"].message.endswith("invalid device maximum allowed replicas exceeded: 49 > 48")
+
+
+def test_a_plugin_pod_whose_configmap_is_missing_shows_init_0_of_2() -> None:
+    """A volume that cannot mount stops the operator's plugin pod before its two init containers: the kubelet
+    reports every container waiting with PodInitializing (kubelet ``convertToAPIContainerStatuses``), so kubectl
+    prints ``Init:0/2``, not ``ContainerCreating`` (GPU Operator v26.7.0 ``assets/state-device-plugin``)."""
+    from cluster.sim.gpu import manifests
+
+    template = manifests.daemonset("device-plugin")["spec"]["template"]
+    inits = [c["name"] for c in template["spec"]["initContainers"]]
+    assert len(inits) == 2
+    pod = {"apiVersion": "v1", "kind": "Pod", "spec": {**template["spec"], "nodeName": "a100-0"},
+           "metadata": {**template["metadata"], "name": "nvidia-device-plugin-daemonset-x", "namespace": names.NAMESPACE,
+                        "uid": "u-1"}}
+    node, plan = settle(make_node(), default_policy(device_plugin_config="absent", device_plugin_default="x"))
+    st = plan.operands["device-plugin"]
+    status = operands.pod_status(pod, node, st)
+    assert status["phase"] == "Pending"
+    assert [c["state"] for c in status["initContainerStatuses"]] == [{"waiting": {"reason": "PodInitializing"}}] * 2
+    assert all(c["state"] == {"waiting": {"reason": "PodInitializing"}} for c in status["containerStatuses"])
+    initialized = next(c for c in status["conditions"] if c["type"] == "Initialized")
+    assert initialized["status"] == "False" and initialized["message"] == f"containers with incomplete status: [{' '.join(inits)}]"
+    assert operands.matches({**pod, "status": status}, st)

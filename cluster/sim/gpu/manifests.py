@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from cluster import versions
 from cluster.gpu import catalog, clusterpolicy_crd, mig
 from cluster.sim.gpu import names, operands, policy as policy_mod
 
-IMAGE = "nvcr.io/nvidia/gpu-operator-sim:v26.7.0"
-VERSION = "v26.7.0"
+VERSION = versions.TAUGHT_GPU_OPERATOR
+IMAGE = f"nvcr.io/nvidia/gpu-operator-sim:{VERSION}"
 
 
 def namespace() -> dict[str, Any]:
@@ -30,6 +31,10 @@ def crd() -> dict[str, Any]:
 def cluster_policy() -> dict[str, Any]:
     """The Helm chart's default ClusterPolicy (``mig.strategy: single``, every operand enabled).
 
+    ``migManager.config`` is ``{default: all-disabled}`` with no ``name``: the chart's ``values.yaml`` has
+    ``name: ""`` since v24.6.0 and ``templates/clusterpolicy.yaml`` renders ``name`` only when set since v26.3.0
+    (before, the CRD defaulted the empty name to default-mig-parted-config), so MIG manager v0.14+ generates its layouts from the node's GPUs (``cluster.sim.gpu.world``).
+
     The CRD requires ``operator`` (with ``defaultRuntime``), ``daemonsets``, ``driver``, ``toolkit``,
     ``devicePlugin``, ``dcgm``, ``dcgmExporter``, ``gfd`` and ``nodeStatusExporter``; the API server then
     fills in the CRD's defaults (``operator.runtimeClass: nvidia``, ...)."""
@@ -43,7 +48,7 @@ def cluster_policy() -> dict[str, Any]:
             "dcgm": dict(on), "dcgmExporter": dict(on), "nodeStatusExporter": {"enabled": False},
             "devicePlugin": {"enabled": True, "mps": {"root": policy_mod.DEFAULT_MPS_ROOT}},
             "mig": {"strategy": "single"},
-            "migManager": {"enabled": True, "config": {"name": names.MIG_CONFIGMAP, "default": "all-disabled"}},
+            "migManager": {"enabled": True, "config": {"default": "all-disabled"}},
         },
     }
 

@@ -82,10 +82,29 @@ def _parse(text: str, source: str) -> tuple[mig.MigPartedConfig | None, str]:
         return None, "; ".join(exc.problems)
 
 
+def source(node: Mapping[str, Any], pol: policy_mod.Policy) -> str:
+    """Where the manager reads its mig-parted file: the ConfigMap ``migManager.config.name`` names, or, with no
+    name, the file it generates from the node's GPUs and stores as the ConfigMap ``<node>-mig-config``
+    (MIG manager v0.14+, ``MP cmd/nvidia-mig-manager/main.go`` ``setupMigConfig``, ``createNodeConfigMap``)."""
+    return pol.mig_config or f"{(node.get('metadata') or {}).get('name', '')}-mig-config"
+
+
+def generated_file(node: Mapping[str, Any]) -> str | None:
+    """The mig-parted file MIG manager v0.14+ generates from the node's GPUs when no ConfigMap is named
+    (``MP pkg/mig/builder``: all-disabled, all-enabled, all-balanced and one all-<profile> layout per profile).
+    gpulab writes the named layouts of the operator's default ConfigMap for the node's model, which are those
+    layouts; the default ConfigMap is only the manager's fallback when no MIG profile is discovered (mounted as
+    ``config-default.yaml``, ``DEFAULT_CONFIG_FILE``; GPU Operator v26.7.0 ``controllers/object_controls.go``)."""
+    model = hoststate.hardware(node).model
+    return None if model is None or not model.mig_capable else mig.default_config_yaml([model])
+
+
 def decide(node: Mapping[str, Any], pol: policy_mod.Policy | None, file_text: str | None,
            manager_pod: str | None = None) -> Decision:
-    """``manager_pod`` is the node's mig-manager pod now: after a failure, the manager waits for the label to
-    change (``MP cmd/nvidia-mig-manager/main.go``), and a new manager pod applies the current label again."""
+    """``file_text`` is the text of the ConfigMap ``migManager.config.name`` names (ignored when it names none:
+    the manager then generates its file, ``generated_file``). ``manager_pod`` is the node's mig-manager pod
+    now: after a failure, the manager waits for the label to change (``MP cmd/nvidia-mig-manager/main.go``),
+    and a new manager pod applies the current label again."""
     hw = hoststate.hardware(node)
     labels = hoststate.node_labels(node)
     wanted = labels.get(names.MIG_CONFIG)
@@ -95,26 +114,29 @@ def decide(node: Mapping[str, Any], pol: policy_mod.Policy | None, file_text: st
     applied = hoststate.node_annotations(node).get(names.MIG_APPLIED)
     if state == "success" and applied == wanted:
         return Decision(NONE)
+    file = source(node, pol)
+    if not pol.mig_config:
+        file_text = generated_file(node)
     failed_config, failed_reason, failed_pod, failed_file = _failure_record(node)
     # A missing ConfigMap never starts a real manager pod (its config volume waits), so once it exists the
     # label is applied; a different file means a rolled DaemonSet and a new pod.
-    file_appeared = file_text is not None and failed_reason == _missing(pol.mig_config)
+    file_appeared = file_text is not None and failed_reason == _missing(file)
     if state == "failed" and failed_config == wanted and (manager_pod is None or failed_pod in ("", manager_pod)) \
-            and failed_file in ("", pol.mig_config) and not file_appeared:
+            and failed_file == file and not file_appeared:
         return Decision(NONE)
     inv = hoststate.inventory_of(node, with_faults=False)
     assert inv is not None
     if file_text is None:
-        return Decision(FAILED, wanted, _missing(pol.mig_config), file=pol.mig_config)
-    spec, problem = _parse(file_text, pol.mig_config)
+        return Decision(FAILED, wanted, _missing(file), file=file)
+    spec, problem = _parse(file_text, file)
     if spec is None:
-        return Decision(FAILED, wanted, "error parsing config file: " + problem, file=pol.mig_config)
+        return Decision(FAILED, wanted, "error parsing config file: " + problem, file=file)
     if wanted not in spec.configs:
-        return Decision(FAILED, wanted, f"selected mig-config not present: {wanted}", file=pol.mig_config)
+        return Decision(FAILED, wanted, f"selected mig-config not present: {wanted}", file=file)
     result = mig.apply(wanted, spec, inv.gpus)
     if result.ok and _same(result.layouts, inv.gpus):
-        return Decision(SUCCESS, wanted, result=result, file=pol.mig_config)
-    return Decision(APPLY, wanted, result.reason or "", result, file=pol.mig_config)
+        return Decision(SUCCESS, wanted, result=result, file=file)
+    return Decision(APPLY, wanted, result.reason or "", result, file=file)
 
 
 def _missing(configmap: str) -> str:

@@ -141,7 +141,15 @@ def pod_status(pod: Mapping[str, Any], node: Mapping[str, Any] | None, st: Opera
     inits = [c["name"] for c in pod["spec"].get("initContainers", [])]
     mains = [c["name"] for c in pod["spec"].get("containers", [])]
     waiting = {"waiting": {"reason": "PodInitializing"}}
-    if st.phase in (INIT_WAIT, INIT_CRASH) and st.container in inits:
+    if st.phase == CREATING and inits:
+        # A volume that cannot mount stops the pod before its first init container: the kubelet reports every
+        # container waiting with PodInitializing when the pod has init containers (ContainerCreating only when
+        # it has none; kubelet pkg/kubelet/kubelet_pods.go convertToAPIContainerStatuses), so kubectl prints
+        # Init:0/N, as for the operator's plugin pod (GPU Operator v26.7.0 assets/state-device-plugin).
+        base["initContainerStatuses"] = [_cstatus(pod, name, waiting, False, 0) for name in inits]
+        base["containerStatuses"] = [_cstatus(pod, n, waiting, False, 0) for n in mains]
+        base["phase"] = "Pending"
+    elif st.phase in (INIT_WAIT, INIT_CRASH) and st.container in inits:
         at = inits.index(st.container)
         init_states = []
         for i, name in enumerate(inits):
@@ -163,7 +171,7 @@ def pod_status(pod: Mapping[str, Any], node: Mapping[str, Any] | None, st: Opera
             else:
                 statuses.append(_cstatus(pod, name, {"running": {"startedAt": ts}}, True, _restarts(pod, name)))
         base["containerStatuses"] = statuses
-    base["conditions"] = _not_ready(base.get("conditions", []), st)
+    base["conditions"] = _not_ready(base.get("conditions", []), st, inits)
     return base
 
 
@@ -181,15 +189,16 @@ def _failing(pod: Mapping[str, Any], name: str, st: OperandState, ts: str) -> di
     return _cstatus(pod, name, waiting, False, restarts, last)
 
 
-def _not_ready(conds: list[dict[str, Any]], st: OperandState) -> list[dict[str, Any]]:
+def _not_ready(conds: list[dict[str, Any]], st: OperandState, inits: list[str]) -> list[dict[str, Any]]:
     out = []
     for c in conds:
         c = dict(c)
         if c["type"] in ("Ready", "ContainersReady"):
             c.update(status="False", reason="ContainersNotReady", message=f"containers with unready status: [{st.container}]")
-        if c["type"] == "Initialized" and st.phase in (INIT_WAIT, INIT_CRASH):
+        if c["type"] == "Initialized" and (st.phase in (INIT_WAIT, INIT_CRASH) or st.phase == CREATING and inits):
+            waiting = " ".join(inits) if st.phase == CREATING else st.container
             c.update(status="False", reason="ContainersNotInitialized",
-                     message=f"containers with incomplete status: [{st.container}]")
+                     message=f"containers with incomplete status: [{waiting}]")
         out.append(c)
     return out
 
@@ -208,8 +217,8 @@ def matches(pod: Mapping[str, Any], st: OperandState) -> bool:
     if st.phase == INIT_WAIT:
         return "running" in cs.get("state", {}) and not cs.get("ready")
     if st.phase == CREATING:
-        return all(c.get("state", {}).get("waiting", {}).get("reason") == "ContainerCreating"
-                   for c in status.get("containerStatuses", []))
+        reason = "PodInitializing" if pod.get("spec", {}).get("initContainers") else "ContainerCreating"
+        return all(c.get("state", {}).get("waiting", {}).get("reason") == reason for c in all_cs)
     return bool(cs.get("lastState", {}).get("terminated", {}).get("message") == st.message)
 
 

@@ -1,7 +1,8 @@
 """The ClusterPolicy (``nvidia.com/v1``) as the simulated operator reads it: a frozen value with the defaults.
 
 Defaults are the operator CRD's and Helm chart's (reference section 1 and 3): every operand enabled,
-``mig.strategy: single`` from the chart, ``migManager.config.default: all-disabled``. Plain data.
+``mig.strategy: single`` from the chart, ``migManager.config.default: all-disabled`` and no
+``migManager.config.name`` (the MIG manager then generates its layouts from the GPUs). Plain data.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from cluster.sim.gpu import names
 
 MIG_STRATEGIES = ("none", "single", "mixed")
 DEFAULT_MIG_CONFIG_DEFAULT = "all-disabled"
@@ -26,7 +26,7 @@ class Policy:
     mps_root: str = DEFAULT_MPS_ROOT  # the operator's MPS_ROOT env for the plugin (devicePlugin.mps.root)
     gfd: bool = True
     mig_manager: bool = True
-    mig_config: str = names.MIG_CONFIGMAP
+    mig_config: str = ""  # ConfigMap name; "" = the MIG manager generates its config (mig-manager v0.14+)
     mig_config_default: str = DEFAULT_MIG_CONFIG_DEFAULT
     dcgm_exporter: bool = True
     driver: bool = True
@@ -75,7 +75,7 @@ def from_object(obj: Mapping[str, Any] | None) -> Policy | None:
         device_plugin_default=dp_default,
         gfd=_enabled(spec, "gfd"),
         mig_manager=_enabled(spec, "migManager"),
-        mig_config=mig_name or names.MIG_CONFIGMAP,
+        mig_config=mig_name,
         mig_config_default=mig_default if mig_name or mig_default else DEFAULT_MIG_CONFIG_DEFAULT,
         dcgm_exporter=_enabled(spec, "dcgmExporter"),
         driver=_enabled(spec, "driver"),
