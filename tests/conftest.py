@@ -48,6 +48,7 @@ SHARED_UNITS = {
 # this tier order, and keeps its place within its tier.
 LONG_FIRST = (
     "tests/kind/test_labs_on_kind.py",  # about 400 s
+    "tests/gobuild/test_go_modules.py",  # about 480 s on a new machine (go vet compiles the control plane)
     "tests/e2e/test_labs.py",  # every lab, about 20 s each
     "class-mode",  # about 340 s together
     "tests/e2e/test_bench_quick.py",  # about 240 s
