@@ -181,6 +181,11 @@ func TestRegistersListsAllocatesAndRegistersAgainAfterAKubeletRestart(t *testing
 		got, err := sharedStream.Recv()
 		return err == nil && len(got.Devices) == 2
 	})
+	// One replica: the container sees its whole GPU (time-slicing shares the GPU, it does not split it).
+	one, err := shared.Allocate(context.Background(), &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: []string{"GPU-a::1"}}}})
+	if err != nil || one.ContainerResponses[0].Envs["NVIDIA_VISIBLE_DEVICES"] != "GPU-a" || len(one.ContainerResponses[0].Mounts) != 2 {
+		t.Fatalf("one replica: %v, %v", one, err)
+	}
 	_, err = shared.Allocate(context.Background(), &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: []string{"GPU-a::0", "GPU-a::1"}}}})
 	if err == nil || !strings.Contains(err.Error(), "maximum request size for shared resources is 1; found 2") {
 		t.Fatalf("two replicas: %v", err)
