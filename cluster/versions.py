@@ -42,6 +42,19 @@ DEVICE_PLUGIN_VERSION = "v0.19.1"
 MIG_PARTED_MODULE = "github.com/NVIDIA/mig-parted"
 MIG_PARTED_VERSION = "v0.15.0"
 
+# The versions the course teaches (module 00, "The versions this course teaches"); the simulated stack follows
+# them, and tests/unit/test_content_findings.py holds the notebook's table to these values.
+TAUGHT_KUBERNETES = "1.36"
+TAUGHT_GPU_OPERATOR = "v26.7.0"
+TAUGHT_DEVICE_PLUGIN = "v0.20.0"  # what GPU Operator v26.7.0 deploys (deployments/gpu-operator/values.yaml)
+TAUGHT_MIG_MANAGER = MIG_PARTED_VERSION  # v0.15.0, what GPU Operator v26.7.0 deploys
+TAUGHT_DRA_DRIVER = "v25.12.0"  # NVIDIA/k8s-dra-driver-gpu's own chart
+TAUGHT = (
+    ("Kubernetes", TAUGHT_KUBERNETES), ("NVIDIA GPU Operator", TAUGHT_GPU_OPERATOR),
+    ("NVIDIA device plugin and GPU Feature Discovery", TAUGHT_DEVICE_PLUGIN),
+    ("MIG manager (mig-parted)", TAUGHT_MIG_MANAGER), ("NVIDIA DRA driver for GPUs", TAUGHT_DRA_DRIVER),
+)
+
 NVIDIA_PINS = (
     ("gpu-operator", f"{GPU_OPERATOR_VERSION} ({GPU_OPERATOR_RELEASE})"),
     ("controller-tools", CONTROLLER_TOOLS_VERSION),

@@ -16,7 +16,9 @@ import os
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from cluster import errors, fleet as fleet_mod, gobuild, ops, progress as progress_mod, settings, versions
 from cluster.backends import kindconfig, kindthaw, kindtool, steps as steps_mod
@@ -152,15 +154,17 @@ class KindBackend(StateDir):
     def steps(self) -> list[steps_mod.Step]:
         """The bring-up, in order: one small step per concern (the fleet step is local's too; the GPU stack step
         is kind's alone, local runs the stack inside its sim-agents process)."""
-        return [steps_mod.FleetStep("kind", "gpulab up --backend kind"), _Plan(), _Tools(self), _NodePlugin(self),
-                _Config(self), _Create(self), _FleetNodes(self), _WaitNodes(self),
-                steps_mod.GpuStackStep(self.sup, self.kubeconfig(), None, self.devices_dir())]
+        found = _Found()
+        return [steps_mod.FleetStep("kind", "gpulab up --backend kind"), _Plan(self, found), _Tools(self, found),
+                _NodePlugin(self, found), _Config(self, found), _Create(self, found), _FleetNodes(self, found),
+                _WaitNodes(self, found), steps_mod.GpuStackStep(self.sup, self.kubeconfig(), None, self.devices_dir())]
 
     def up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, *, retain: bool = False) -> ClusterStatus:
-        fresh = not self.exists()
-        ctx = steps_mod.Context(self, prog, fl, state=self._state())
-        ctx.extra.update(retain=retain, fresh=fresh)
-        steps_mod.bring_up(self.steps(), ctx, fresh=fresh, retain=retain, teardown=self._teardown_failed)
+        # One command at a time works on the state folder, as on local: a second `up` waits for the first.
+        with self.locked("gpulab up --backend kind"):
+            fresh = not self.exists()
+            ctx = steps_mod.Context(self, prog, fl, state=self._state(), fresh=fresh, retain=retain)
+            steps_mod.bring_up(self.steps(), ctx, fresh=fresh, retain=retain, teardown=self._teardown_failed)
         return self.status()
 
     def _teardown_failed(self) -> None:
@@ -324,28 +328,48 @@ class KindBackend(StateDir):
         return sorted(p for p in dest.rglob("*") if p.is_file())
 
 
+@dataclass
+class _Found:
+    """What kind's steps find or make for the later ones in one bring-up (typed, one record per ``steps()``)."""
+
+    workers: list[kindconfig.Worker] | None = None  # _Plan
+    kind: Path | None = None  # _Tools: the pinned kind binary
+    node_plugin: kindconfig.NodePlugin | None = None  # _NodePlugin
+    exists: bool = False  # _Config: a kind cluster of this name is there
+
+
 class _KindStep:
-    def __init__(self, be: KindBackend) -> None:
+    def __init__(self, be: KindBackend, found: _Found) -> None:
         self.be = be
+        self.found = found
 
-    @staticmethod
-    def _kind(ctx: steps_mod.Context) -> Path:
-        kind: Path = ctx.extra["kind"]
-        return kind
+    def _kind(self) -> Path:
+        return _needed(self.found.kind, "the kind binary")
 
-    @staticmethod
-    def _workers(ctx: steps_mod.Context) -> list[kindconfig.Worker]:
-        workers: list[kindconfig.Worker] = ctx.extra["workers"]
-        return workers
+    def _workers(self) -> list[kindconfig.Worker]:
+        return _needed(self.found.workers, "the worker plan")
+
+    def _node_plugin(self) -> kindconfig.NodePlugin:
+        return _needed(self.found.node_plugin, "the node plugin")
 
 
-class _Plan:
+_T = TypeVar("_T")
+
+
+def _needed(value: _T | None, what: str) -> _T:
+    if value is None:
+        raise errors.ClusterError(f"a kind bring-up step ran before the one that finds {what}",
+                                  hint="a bug in gpulab: report it")
+    return value
+
+
+class _Plan(_KindStep):
     """Pair each fleet node with a kind worker; a fleet too big for kind fails here, before Docker is touched."""
 
     title = "plan workers"
 
     def run(self, ctx: steps_mod.Context) -> None:
-        ctx.extra["workers"] = kindconfig.plan(ctx.need_fleet(), ctx.backend.cluster_name)
+        self.found.workers = kindconfig.plan(ctx.need_fleet(), ctx.backend.cluster_name)
 
 
 class _Tools(_KindStep):
@@ -354,7 +378,7 @@ class _Tools(_KindStep):
     title = "docker and kind"
 
     def run(self, ctx: steps_mod.Context) -> None:
-        ctx.extra["kind"] = self.be.preflight(ctx.prog)
+        self.found.kind = self.be.preflight(ctx.prog)
 
 
 def ensure_node_plugin(prog: progress_mod.Progress) -> Path:
@@ -393,11 +417,11 @@ class _NodePlugin(_KindStep):
         units.mkdir(parents=True, exist_ok=True)
         (units / "gpulab-device-plugin.service").write_text(kindconfig.unit_text())
         (units / "20-gpulab-device-plugin.conf").write_text(kindconfig.drop_in_text())
-        for w in self._workers(ctx):
+        for w in self._workers():
             # with the folder of its nvidia-smi socket: the plugin mounts it into GPU containers (smisocket)
             smisocket.socket_dir(be.devices_dir(), w.fleet_node).mkdir(parents=True, exist_ok=True)
-        ctx.extra["node_plugin"] = kindconfig.NodePlugin(binary, units / "gpulab-device-plugin.service",
-                                                         units / "20-gpulab-device-plugin.conf", be.devices_dir())
+        self.found.node_plugin = kindconfig.NodePlugin(binary, units / "gpulab-device-plugin.service",
+                                                       units / "20-gpulab-device-plugin.conf", be.devices_dir())
 
 
 class _Config(_KindStep):
@@ -406,9 +430,9 @@ class _Config(_KindStep):
     title = "kind config"
 
     def run(self, ctx: steps_mod.Context) -> None:
-        be, kind = self.be, self._kind(ctx)
+        be, kind = self.be, self._kind()
         exists = be.cluster_name in be._clusters(kind)
-        ctx.extra["exists"] = exists
+        self.found.exists = exists
         if be._state().get("created") and exists:
             return
         if exists:
@@ -419,7 +443,7 @@ class _Config(_KindStep):
         fl = ctx.need_fleet()
         be._save({**be._state(), "backend": "kind", "kind_cluster": be.cluster_name, "fleet": fl.name,
                   "kind_version": versions.KIND_VERSION, "node_image": versions.KIND_NODE_IMAGE, "created": False})
-        be.config_path().write_text(kindconfig.render(kindconfig.config(fl, be.cluster_name, ctx.extra["node_plugin"])))
+        be.config_path().write_text(kindconfig.render(kindconfig.config(fl, be.cluster_name, self._node_plugin())))
 
 
 class _Create(_KindStep):
@@ -428,11 +452,11 @@ class _Create(_KindStep):
     title = "kind create cluster"
 
     def run(self, ctx: steps_mod.Context) -> None:
-        be, kind = self.be, self._kind(ctx)
-        if be._state().get("created") and ctx.extra.get("exists"):
+        be, kind = self.be, self._kind()
+        if be._state().get("created") and self.found.exists:
             return
-        retain = bool(ctx.extra.get("retain"))
-        log_path = be.failed_log() if ctx.extra.get("fresh") and not retain else be.log_dir / "kind-create.log"
+        retain = ctx.retain
+        log_path = be.failed_log() if ctx.fresh and not retain else be.log_dir / "kind-create.log"
         args = ["create", "cluster", "--name", be.cluster_name, "--config", str(be.config_path()),
                 "--kubeconfig", str(be.kubeconfig()), "--wait", WAIT]
         if retain:
@@ -441,7 +465,7 @@ class _Create(_KindStep):
         try:
             be._kind(kind, args, "kind-create", ctx.prog, timeout=CREATE_TIMEOUT)
         except errors.CommandFailed as exc:
-            if not ctx.extra.get("fresh") and not retain:  # a fresh one is torn down whole by bring_up
+            if not ctx.fresh and not retain:  # a fresh one is torn down whole by bring_up
                 be._delete_quietly(kind)
             raise errors.ClusterError(
                 f"kind could not create cluster {be.cluster_name!r} (exit {exc.returncode}):\n" + _tail(exc.output),
@@ -457,7 +481,7 @@ class _FleetNodes(_KindStep):
     title = "fleet nodes"
 
     def run(self, ctx: steps_mod.Context) -> None:
-        workers = self._workers(ctx)
+        workers = self._workers()
         ctx.prog.start(f"labelling and tainting {len(workers)} workers as the fleet's nodes", len(workers))
         with Client.from_kubeconfig(self.be.kubeconfig()) as client:
             self.be.apply_fleet_nodes(client, workers, ctx.prog)
@@ -470,7 +494,7 @@ class _WaitNodes(_KindStep):
     title = "wait for nodes"
 
     def run(self, ctx: steps_mod.Context) -> None:
-        workers = self._workers(ctx)
+        workers = self._workers()
         ctx.prog.start(f"waiting for {len(workers)} workers to be Ready")
         with Client.from_kubeconfig(self.be.kubeconfig()) as client:
             ops.wait_nodes_ready(client, {w.fleet_node for w in workers}, timeout=NODES_READY_TIMEOUT)

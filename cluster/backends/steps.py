@@ -40,7 +40,8 @@ class Context:
     server: str = ""
     specs: dict[str, ProcessSpec] = field(default_factory=dict)
     seeded: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)  # backend-specific findings (kind's binary, its workers)
+    fresh: bool = False  # no cluster was there before this bring-up
+    retain: bool = False  # keep what a failed bring-up made, for its logs
 
     def need_fleet(self) -> fleet_mod.Fleet:
         if self.fleet is None:

@@ -267,18 +267,28 @@ _GETTERS: dict[str, Callable[[ClusterView, str, str], Any]] = {
 @dataclass(frozen=True)
 class ObjectRule:
     """An object (ClusterPolicy, DeviceClass, ResourceSlice, ConfigMap) exists, or not, and meets every
-    expectation."""
+    expectation. A ResourceSlice is named by its ``node``: a DRA driver creates its slices with ``generateName``
+    (a random suffix; ``k8s.io/dynamic-resource-allocation/resourceslice``), so a lab cannot know the name."""
 
     kind: str
     name: str
     namespace: str
     exists: bool
     expect: tuple[paths.Expect, ...]
+    node: str = ""
     cluster = True
 
     @classmethod
     def parse(cls, p: Problems, where: str, raw: dict[str, Any], _ctx: object) -> ObjectRule:
-        p.unknown(where, raw, ("kind", "name", "namespace", "exists", "expect"))
+        p.unknown(where, raw, ("kind", "name", "namespace", "exists", "expect", "node"))
+        node = ""
+        if isinstance(raw, dict) and raw.get("kind") == "ResourceSlice":
+            node = common.text(p, f"{where}.node", raw.get("node"), required=True)
+            if "name" in raw:
+                p.add(f"{where}.name", "a ResourceSlice's name is generated; name it by node")
+            raw = {**raw, "name": node}
+        elif isinstance(raw, dict) and "node" in raw:
+            p.add(f"{where}.node", "only a ResourceSlice is named by node")
         kind, namespace, name = _ref(p, where, raw)
         exists = raw.get("exists", True)
         if not isinstance(exists, bool):
@@ -286,9 +296,11 @@ class ObjectRule:
         expect = common.expectations(p, f"{where}.expect", raw["expect"]) if "expect" in raw else ()
         if not exists and expect:
             p.add(f"{where}.expect", "cannot be combined with exists: false")
-        return cls(kind, name, namespace, bool(exists), expect)
+        return cls(kind, "" if node else name, namespace, bool(exists), expect, node)
 
     def _label(self) -> str:
+        if self.node:
+            return f"{self.kind} of node {self.node}"
         where = f"{self.namespace}/" if self.namespace else ""
         return f"{self.kind} {where}{self.name}".strip() if self.name else self.kind
 
@@ -296,7 +308,7 @@ class ObjectRule:
         return guarded(self._probe, ev)
 
     def _probe(self, view: ClusterView) -> Outcome:
-        obj = _GETTERS[self.kind](view, self.namespace, self.name)
+        obj = _node_slice(view, self.node) if self.node else _GETTERS[self.kind](view, self.namespace, self.name)
         if obj is None:
             return Outcome(not self.exists, f"{self._label()} does not exist")
         if not self.exists:
@@ -306,6 +318,10 @@ class ObjectRule:
             if not ok:
                 return Outcome(False, f"{self._label()}: {exp.describe()}, but it is {found}")
         return Outcome(True, f"{self._label()}: as expected")
+
+
+def _node_slice(view: ClusterView, node: str) -> Any:
+    return next((o for o in view.resource_slices() if (o.get("spec") or {}).get("nodeName") == node), None)
 
 
 _GETTERS.update({

@@ -146,3 +146,24 @@ def test_ext_helper_sees_no_leftovers(gpu_operator: Client) -> None:
     """After the exercises every node is back to whole GPUs (the fixtures reset what they changed)."""
     wait_ext(gpu_operator, "a100-0", {"nvidia.com/gpu": "4"})
     assert ext(gpu_operator, "l40s-0", "allocatable") == {"nvidia.com/gpu": "2"}
+
+
+def test_a_missing_plugin_configmap_shows_init_0_of_2_and_failed_mount(gpu_operator: Client,
+                                                                         local_cluster: LocalCluster) -> None:
+    """A ClusterPolicy naming a ConfigMap that does not exist: `kubectl get pods` prints the plugin pod as
+    `Init:0/2` (it has two init containers, none started; GPU Operator v26.7.0 assets/state-device-plugin), and
+    the kubelet records FailedMount for the config volume."""
+    set_device_plugin_config(gpu_operator, "no-such-config", "x")
+    try:
+        def plugin_status() -> str:
+            out = local_cluster.kubectl("get", "pods", "-n", names.NAMESPACE, "--field-selector",
+                                        "spec.nodeName=t4-0", "--no-headers").stdout
+            return next((line.split()[2] for line in out.splitlines()
+                         if line.startswith("nvidia-device-plugin-daemonset-")), "")
+        wait_for(lambda: plugin_status() == "Init:0/2", 30, what="the plugin pod on t4-0 in Init:0/2")
+        name = next(p for p in gpu_operator.get(f"/api/v1/namespaces/{names.NAMESPACE}/pods",
+                                                fieldSelector="spec.nodeName=t4-0")["items"]
+                    if p["metadata"]["name"].startswith("nvidia-device-plugin-daemonset-"))["metadata"]["name"]
+        wait_event(gpu_operator, names.NAMESPACE, name, "FailedMount", 'configmap "no-such-config" not found')
+    finally:
+        set_device_plugin_config(gpu_operator, None, None)

@@ -248,3 +248,24 @@ def test_a_wait_for_what_kind_produces_instead_runs_on_kind_only(tmp_path: Path)
 
     for lab_id in labs.list_labs():  # ``only`` is a flag of a declared kind difference, never a list apart
         assert all(isinstance(d.only, bool) for d in labs.get(lab_id).backends.get("kind", {}).values())
+
+
+def test_every_creating_backend_brings_up_holding_the_state_folder_lock(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """``up`` of local and kind runs its steps holding the state folder's lock, so a second ``up`` waits for the
+    first (kind's did not before issue 29)."""
+    from typing import Any
+
+    created: tuple[KindBackend | LocalBackend, ...] = (KindBackend(root=tmp_path / "kind"),
+                                                      LocalBackend(root=tmp_path / "local"))
+    for be in created:
+        held: list[bool] = []
+
+        def bring_up(steps: Any, ctx: Any, **_: Any) -> None:
+            held.append(ctx.backend._lock_depth == 1 and (ctx.backend.dir / ".lock").exists())
+
+        monkeypatch.setattr(steps, "bring_up", bring_up)
+        monkeypatch.setattr(type(be), "status", lambda self: None)
+        monkeypatch.setattr(type(be), "ensure_space", lambda self, *a: None, raising=False)
+        be.up(None, LogProgress())
+        assert held == [True], type(be).__name__

@@ -61,6 +61,8 @@ def test_unhealthy_gpus_are_withdrawn_and_classes_select_by_type() -> None:
     s = dra.resource_slice("n1", "uid", inv, 3)
     assert s["spec"]["pool"] == {"name": "n1", "generation": 3, "resourceSliceCount": 1}
     assert s["spec"]["nodeName"] == "n1" and s["spec"]["driver"] == "gpu.nvidia.com"
+    # a generated name, as the ResourceSlice controller of k8s.io/dynamic-resource-allocation creates it
+    assert s["metadata"]["generateName"] == "n1-gpu.nvidia.com-" and "name" not in s["metadata"]
 
 
 # --- DCGM ----------------------------------------------------------------------------------------------------------

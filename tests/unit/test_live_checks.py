@@ -139,7 +139,8 @@ class Changing(bundleview.BundleView):
     """A 'live' view whose pod turns Running after ``flip`` reads (a stand-in for a cluster that changes)."""
 
     def __init__(self, flip: int | None) -> None:
-        super().__init__(bundle.loads(bundle.dumps(bundle_data(nodes=starter_nodes(), pods=[make_pod("p", gpus=1)]))))
+        loaded = bundle.loads(bundle.dumps(bundle_data(nodes=starter_nodes(), pods=[make_pod("p", gpus=1)])))
+        super().__init__(loaded.cluster, loaded.namespaces)
         self.reads, self.flip = 0, flip
 
     @property

@@ -19,8 +19,11 @@ CLASSES_PATH = "/apis/resource.k8s.io/v1/deviceclasses"
 MIB = 1024 * 1024
 
 
-def slice_name(node: str) -> str:
-    return f"{node}-{names.DRA_DRIVER}"
+def slice_prefix(node: str) -> str:
+    """The ``generateName`` of a node's slice: the API server appends a random suffix, as for the slices the
+    kubelet plugin's ResourceSlice controller creates (owner name, driver name;
+    ``k8s.io/dynamic-resource-allocation/resourceslice/resourceslicecontroller.go``)."""
+    return f"{node}-{names.DRA_DRIVER}-"
 
 
 def _version(text: str) -> str:
@@ -92,7 +95,7 @@ def uuids_by_device(inv: inventory.NodeInventory) -> dict[str, str]:
 def resource_slice(node: str, node_uid: str, inv: inventory.NodeInventory, generation: int) -> dict[str, Any]:
     return {
         "apiVersion": API, "kind": "ResourceSlice",
-        "metadata": {"name": slice_name(node), "ownerReferences": [
+        "metadata": {"generateName": slice_prefix(node), "ownerReferences": [
             {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid, "controller": True}]},
         "spec": {
             "driver": names.DRA_DRIVER, "nodeName": node,

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from cluster import versions
 from cluster.gpu import catalog, clusterpolicy_crd, mig
 from cluster.sim.gpu import names, operands, policy as policy_mod
 
-IMAGE = "nvcr.io/nvidia/gpu-operator-sim:v26.7.0"
-VERSION = "v26.7.0"
+VERSION = versions.TAUGHT_GPU_OPERATOR
+IMAGE = f"nvcr.io/nvidia/gpu-operator-sim:{VERSION}"
 
 
 def namespace() -> dict[str, Any]:

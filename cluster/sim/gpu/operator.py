@@ -75,8 +75,9 @@ def install(client: Client, *, wait: bool = True, timeout: float = 90.0,
     ConfigMaps are created and its ClusterPolicy fields set over the default policy. Like ``helm install``,
     an install with values refuses a cluster where the operator is already installed."""
     if values is not None and policy_state(client) is not None:
-        raise errors.ConfigError("gpu-operator install", ["the GPU Operator is already installed; values only "
-                                 "apply to a new installation"],
+        raise errors.ConfigError("gpu-operator install", ["the GPU Operator is already installed; gpulab takes "
+                                 "values at install time only, as `helm install` refuses a release that exists "
+                                 "(on a real cluster `helm upgrade -f values.yaml` re-renders the ClusterPolicy)"],
                                  hint="gpulab gpu-operator uninstall, then install again with the values "
                                       "(or edit the ClusterPolicy: kubectl edit clusterpolicy cluster-policy)")
     if client.exists(NS_PATH) and client.get(NS_PATH).get("status", {}).get("phase") == "Terminating":

@@ -49,6 +49,7 @@ class NodeReconciler:
         self._looked_at: set[str] = set()  # nodes this process has judged at least once
         self.operand_states: dict[str, dict[str, operands.OperandState]] = {}
         self.slices: dict[str, str] = {}  # node -> JSON of the devices last published
+        self.slice_names: dict[str, str] = {}  # node -> the name the API server generated for its slice
         self.mig = migrunner.MigRunner(client, world, device_checkpoint, logs)
         self.logs = logs  # the kubelet's container logs (None where gpulab plays no kubelet, as on kind)
         # node -> (operand -> (pod uid, label, default, ConfigMap)) the config-manager sidecars last acted on
@@ -236,18 +237,31 @@ class NodeReconciler:
             return
         self._generation += 1
         body = dra.resource_slice(name, node["metadata"]["uid"], plan.dra_inventory, self._generation)
-        await self.client.request("PATCH", f"{dra.SLICES_PATH}/{dra.slice_name(name)}", body=json.dumps(body),
-                                  params={"fieldManager": "gpu.nvidia.com", "force": "true"},
-                                  content_type=APPLY_PATCH)
+        known = self.slice_names.get(name)
+        if known is not None:
+            meta = {k: v for k, v in body["metadata"].items() if k != "generateName"}
+            try:
+                await self.client.request("PATCH", f"{dra.SLICES_PATH}/{known}",
+                                          body=json.dumps({**body, "metadata": {**meta, "name": known}}),
+                                          params={"fieldManager": "gpu.nvidia.com", "force": "true"},
+                                          content_type=APPLY_PATCH)
+                self.slices[name] = text
+                return
+            except errors.NotFound:  # deleted by hand: publish a new one, as the slice controller does
+                pass
+        created = await self.client.create(dra.SLICES_PATH, body)
+        self.slice_names[name] = str(created["metadata"]["name"])
         self.slices[name] = text
 
     async def _withdraw_slice(self, name: str) -> None:
         if name not in self.slices:
             return
-        try:
-            await self.client.delete(f"{dra.SLICES_PATH}/{dra.slice_name(name)}")
-        except errors.NotFound:
-            pass
+        known = self.slice_names.pop(name, None)
+        if known is not None:
+            try:
+                await self.client.delete(f"{dra.SLICES_PATH}/{known}")
+            except errors.NotFound:
+                pass
         self.slices.pop(name, None)
 
     async def adopt_slices(self) -> None:
@@ -257,6 +271,7 @@ class NodeReconciler:
             node = s.get("spec", {}).get("nodeName")
             if node:
                 self.slices[node] = json.dumps(s["spec"].get("devices", []), sort_keys=True)
+                self.slice_names[node] = str(s["metadata"]["name"])
 
 
 def _advertised(node: dict[str, Any]) -> bool:
