@@ -33,8 +33,8 @@ esac
 GOBIN_DIR=/usr/local/go/bin
 export PATH="$GOBIN_DIR:$PATH"
 eval "$("$PY" - <<'EOF'
-from cluster import binaries, gobuild, versions
-print(f"CACHE='{binaries.cache_dir()}'")  # the cache gpulab itself uses ($GPULAB_CACHE_DIR, else the XDG one)
+from cluster import gobuild, settings, versions
+print(f"CACHE='{settings.cache_root()}'")  # the cache gpulab itself uses ($GPULAB_CACHE_DIR, else the XDG one)
 print(f"K8S={versions.KUBERNETES_VERSION} STAGING={versions.STAGING_VERSION} ETCD={versions.ETCD_VERSION}")
 print(f"KIND_VERSION={versions.KIND_VERSION} NODE_IMAGE={versions.KIND_NODE_IMAGE}")
 print(f"LDFLAGS='{gobuild.version_ldflags('2026-01-01T00:00:00Z')}'")

@@ -25,6 +25,7 @@ from cluster.backends import kindconfig, kindthaw, kindtool, steps as steps_mod
 from cluster.backends.base import ClusterStatus, ComponentStatus, StateDir
 from cluster.kube import kubeconfig
 from cluster.kube.client import Client
+from cluster.sim.kubelet import smisocket
 from cluster.supervisor import Supervisor
 
 log = logging.getLogger(__name__)
@@ -417,7 +418,8 @@ class _NodePlugin(_KindStep):
         (units / "gpulab-device-plugin.service").write_text(kindconfig.unit_text())
         (units / "20-gpulab-device-plugin.conf").write_text(kindconfig.drop_in_text())
         for w in self._workers():
-            (be.devices_dir() / w.fleet_node).mkdir(parents=True, exist_ok=True)
+            # with the folder of its nvidia-smi socket: the plugin mounts it into GPU containers (smisocket)
+            smisocket.socket_dir(be.devices_dir(), w.fleet_node).mkdir(parents=True, exist_ok=True)
         self.found.node_plugin = kindconfig.NodePlugin(binary, units / "gpulab-device-plugin.service",
                                                        units / "20-gpulab-device-plugin.conf", be.devices_dir())
 

@@ -15,6 +15,12 @@
 // internal/rm/rm.go ValidateRequest). A resource that leaves the file keeps its registration with no devices, so
 // the kubelet reports it as 0. When the kubelet restarts it deletes the sockets and creates kubelet.sock anew:
 // the plugin notices either, serves again and registers again.
+//
+// Allocate also hands the container what NVIDIA's container toolkit injects into a GPU container: an nvidia-smi at
+// /usr/bin/nvidia-smi. Here that is this same binary (mounted from the node, read-only), which acts as the
+// nvidia-smi client when it is run under that name (nvidiasmi.go), plus the folder of the node's nvidia-smi socket,
+// through which the simulated GPU stack on the host answers for the devices in the container's
+// NVIDIA_VISIBLE_DEVICES.
 package main
 
 import (
@@ -50,9 +56,10 @@ type state struct {
 // resourceServer serves one resource name on its own socket.
 type resourceServer struct {
 	pluginapi.UnimplementedDevicePluginServer
-	name   string
-	socket string
-	server *grpc.Server
+	name              string
+	socket            string
+	server            *grpc.Server
+	smiBinary, smiDir string // what every allocation mounts into the container (smiMounts)
 
 	mu      sync.Mutex
 	devices []device
@@ -111,6 +118,7 @@ func (r *resourceServer) GetPreferredAllocation(context.Context, *pluginapi.Pref
 
 func (r *resourceServer) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 	_, single, _ := r.snapshot()
+	mounts := smiMounts(r.smiBinary, r.smiDir)
 	resp := &pluginapi.AllocateResponse{}
 	for _, c := range req.ContainerRequests {
 		if single && len(c.DevicesIds) > 1 {
@@ -123,7 +131,8 @@ func (r *resourceServer) Allocate(_ context.Context, req *pluginapi.AllocateRequ
 			ids = append(ids, strings.SplitN(id, "::", 2)[0]) // a shared replica <id>::<i> names its GPU
 		}
 		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerAllocateResponse{
-			Envs: map[string]string{"NVIDIA_VISIBLE_DEVICES": strings.Join(ids, ",")},
+			Envs:   map[string]string{"NVIDIA_VISIBLE_DEVICES": strings.Join(ids, ",")},
+			Mounts: mounts,
 		})
 	}
 	return resp, nil
@@ -194,10 +203,36 @@ func readState(path string) (state, []byte, error) {
 	return s, raw, nil
 }
 
+// smiMounts is what Allocate mounts into every container it gives devices: this binary as /usr/bin/nvidia-smi and
+// the node's nvidia-smi socket folder, both read-only (nothing when either is missing on the node, or smiBinary
+// is empty).
+func smiMounts(smiBinary, smiDir string) []*pluginapi.Mount {
+	if smiBinary == "" || smiDir == "" {
+		return nil
+	}
+	if _, err := os.Stat(smiBinary); err != nil {
+		return nil
+	}
+	if info, err := os.Stat(smiDir); err != nil || !info.IsDir() {
+		return nil
+	}
+	return []*pluginapi.Mount{
+		{ContainerPath: smiContainerPath, HostPath: smiBinary, ReadOnly: true},
+		{ContainerPath: smiSocketDir, HostPath: smiDir, ReadOnly: true},
+	}
+}
+
 func main() {
+	if filepath.Base(os.Args[0]) == "nvidia-smi" {
+		os.Exit(nvidiaSmi(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	devicesFile := flag.String("devices", "/etc/gpulab/devices/devices.json", "the JSON file the GPU stack writes")
 	dir := flag.String("plugin-dir", pluginapi.DevicePluginPath, "the kubelet's device-plugin directory")
 	interval := flag.Duration("interval", 300*time.Millisecond, "how often to look at the file and kubelet.sock")
+	smiBinary := flag.String("smi-binary", "/usr/local/bin/gpulab-device-plugin",
+		"this binary on the node, mounted into GPU containers as /usr/bin/nvidia-smi (empty: mount nothing)")
+	smiDir := flag.String("smi-dir", "/etc/gpulab/devices/nvidia-smi",
+		"the node's folder holding the GPU stack's nvidia-smi socket, mounted into GPU containers")
 	flag.Parse()
 	kubeletSocket := filepath.Join(*dir, "kubelet.sock")
 
@@ -224,6 +259,7 @@ func main() {
 			for _, n := range names {
 				if servers[n] == nil {
 					servers[n] = newResourceServer(n, *dir)
+					servers[n].smiBinary, servers[n].smiDir = *smiBinary, *smiDir
 				}
 			}
 			for n, srv := range servers { // a resource no longer listed keeps its registration with no devices

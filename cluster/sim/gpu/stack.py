@@ -20,7 +20,7 @@ from cluster.kube import kubeconfig
 from cluster.kube.client import AsyncClient
 from cluster.sim import informer, runner
 from cluster.sim.gpu import dcgm_exporter, devicefile, events, names, operands, operatorctl, reconcile, world as world_mod
-from cluster.sim.kubelet import logstore
+from cluster.sim.kubelet import logstore, smisocket
 
 log = logging.getLogger("gpulab.gpu-stack")
 POLICY_POLL = 1.0
@@ -42,6 +42,8 @@ class Stack:
         self.pod_informer = informer.Informer(client, "/api/v1/pods", self.on_pod, fieldSelector="spec.nodeName!=")
         self.cm_informer = informer.Informer(client, f"/api/v1/namespaces/{names.NAMESPACE}/configmaps", self.on_configmap)
         self._endpoint_published = False
+        # On kind (a devices dir): each node's nvidia-smi socket, for the client the node plugin mounts into pods.
+        self.smi = smisocket.SmiSockets(device_dir, self.world.nodes) if device_dir is not None else None
         # Set once the ClusterPolicy (or its absence) is known. Nodes are reconciled only after that: a stack started
         # again after a crash would otherwise take "no policy read yet" for "operator uninstalled" and strip every
         # GPU node's resources and labels until the policy arrived.
@@ -55,6 +57,8 @@ class Stack:
             self.world.nodes.pop(name, None)
         else:
             self.world.nodes[name] = node
+        if self.smi is not None:
+            await (self.smi.close(name) if event == "DELETED" else self.smi.ensure(name))
         if self.world.policy is not None or event == "DELETED" or _has_gpu_state(node):
             self.nodes.queue.add(name)
 

@@ -77,16 +77,17 @@ def run(argv: Sequence[str], container: Container, now: datetime) -> Outcome:
         return Outcome(error=runtime_missing(""))
     program = argv[0]
     if program in NVIDIA_SMI and container.view is not None:
-        return _nvidia_smi(container, list(argv[1:]), now)
+        return nvidia_smi(container, list(argv[1:]), now)
     shell = SHELLS.get(program)
     if shell is not None:
         return _shell(shell, list(argv[1:]), container, now)
     return Outcome(error=runtime_missing(program))
 
 
-def _nvidia_smi(container: Container, args: list[str], now: datetime) -> Outcome:
-    assert container.view is not None
-    if not container.driver_ok:
+def nvidia_smi(container: Container, args: list[str], now: datetime) -> Outcome:
+    """``nvidia-smi ARGS`` in ``container``; a container without a view (no device the tool could reach) gets
+    the tool's no-driver failure."""
+    if container.view is None or not container.driver_ok:
         return Outcome(NO_DRIVER, exit_code=NO_DRIVER_EXIT)
     result = smi_cli.run(container.view, args, now)
     return Outcome(result.stdout.encode(), exit_code=result.exit_code)
@@ -158,7 +159,7 @@ def _simple(shell: str, words: list[str], container: Container, now: datetime,
     if any(ch in _UNSUPPORTED_SHELL for ch in name):
         return Outcome(stderr=_not_found(shell, name, line), exit_code=127), False
     if name in NVIDIA_SMI and container.view is not None:
-        return _nvidia_smi(container, words[1:], now), False
+        return nvidia_smi(container, words[1:], now), False
     if name == "echo":
         return Outcome((" ".join(words[1:]) + "\n").encode()), False
     if name in ("true", "false"):

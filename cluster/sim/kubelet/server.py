@@ -24,7 +24,6 @@ WebSocket is served.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from datetime import datetime, timezone
@@ -33,13 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cluster import errors, quantity
-from cluster.gpu.nvidia_smi import view as smi_view
 from cluster.kube import httpserver, websocket
 from cluster.kube.httpserver import Reply, Request
-from cluster.sim import nodes as nodes_mod
-from cluster.sim.gpu import admission, hoststate, names as gpu_names
-from cluster.sim.kubelet import logquery, logstore, programs, remotecommand
+from cluster.sim.gpu import admission, names as gpu_names
+from cluster.sim.kubelet import gpuview, logquery, logstore, programs, remotecommand
 
 log = logging.getLogger("gpulab.kubelet")
 
@@ -346,8 +342,7 @@ class KubeletServer:
     def container(self, node_name: str, pod: Mapping[str, Any], container: str) -> programs.Container:
         """The simulated container: what its ``nvidia-smi`` sees (nothing when the toolkit injected nothing)."""
         node = self.nodes.get(node_name)
-        inv = hoststate.inventory_of(node) if node else None
-        if node is None or inv is None:
+        if node is None:
             return programs.Container(None)
         meta = pod["metadata"]
         driver_ds, driver_ctr = gpu_names.OPERANDS["driver"]
@@ -357,23 +352,7 @@ class KubeletServer:
         else:
             entries = self.devices.entries(str(meta.get("uid", ""))) if self.devices is not None else ()
             visible = admission.visible_devices(pod, container, node, entries)
-        if visible is None or visible.strip() in smi_view.NOT_INJECTED:
-            return programs.Container(None)
-        try:
-            cpus = max(1, int(quantity.parse(node.get("status", {}).get("capacity", {}).get("cpu", "1")).value))
-        except quantity.QuantityError:
-            cpus = 1
-        try:
-            hardware = json.loads(hoststate.node_annotations(node).get(nodes_mod.HARDWARE_ANNOTATION, "") or "{}")
-        except ValueError:
-            hardware = {}
-        nvlink = bool(hardware.get("nvlink")) if isinstance(hardware, dict) else False
-        host = smi_view.simulated_host(inv, cpus=cpus, numa_nodes=admission.numa_nodes(node), nvlink=nvlink)
-        try:
-            view = smi_view.container(host, visible)
-        except errors.ConfigError:  # a device the node no longer has (repartitioned since): the tool finds none
-            view = smi_view.container(host, "none")
-        return programs.Container(view, hoststate.faults(node).driver_ok)
+        return gpuview.container(node, visible)
 
 
 def _prompt(shell: str, pod: Mapping[str, Any], container: str) -> bytes:
