@@ -32,14 +32,16 @@ esac
 
 GOBIN_DIR=/usr/local/go/bin
 export PATH="$GOBIN_DIR:$PATH"
-eval "$("$PY" - <<'EOF'
+# Assigned first, then evaluated: a failing helper stops the script here (an eval of its empty output would not).
+PINS="$("$PY" - <<'EOF'
 from cluster import gobuild, settings, versions
 print(f"CACHE='{settings.cache_root()}'")  # the cache gpulab itself uses ($GPULAB_CACHE_DIR, else the XDG one)
 print(f"K8S={versions.KUBERNETES_VERSION} STAGING={versions.STAGING_VERSION} ETCD={versions.ETCD_VERSION}")
 print(f"KIND_VERSION={versions.KIND_VERSION} NODE_IMAGE={versions.KIND_NODE_IMAGE}")
 print(f"LDFLAGS='{gobuild.version_ldflags('2026-01-01T00:00:00Z')}'")
 EOF
-)"
+)" || { echo "$0: cannot read the pinned versions from the cluster package (above)" >&2; exit 1; }
+eval "$PINS"
 # The images the labs' pods and the simulated operator's operands name: the node image holds a stand-in under each
 # (pinned tags only, so no kubelet pulls), and the list is part of the cache key.
 WORKLOAD_IMAGES="$(cd "$REPO" && "$PY" - <<'EOF'
