@@ -103,7 +103,7 @@ class SmiSockets:
     async def close(self, node: str | None = None) -> None:
         """Stop ``node``'s socket (every one when None)."""
         for name in [node] if node is not None else list(self._servers):
-            server = self._servers.pop(name, None) if name is not None else None
+            server = self._servers.pop(name, None)
             if server is None:
                 continue
             server.close()
