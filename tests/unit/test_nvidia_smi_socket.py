@@ -109,3 +109,35 @@ def test_a_socket_path_longer_than_an_address_holds(tmp_path: Path) -> None:
     assert len(str(smisocket.socket_dir(root, NODE) / smisocket.SOCKET_NAME)) > 107
     replies, _ = _serve(root, {NODE: _node()}, [_request(["-L"], "all")])
     assert replies[0]["stdout"].count("GPU ") == 8
+
+
+def test_hostile_clients_get_nothing_and_leave_the_socket_serving(tmp_path: Path) -> None:
+    """A process in a GPU container owns its end of the socket: a request past the 64 KiB limit gets no answer, a
+    connection that sends nothing does not hold up the next client, and the next honest request is answered."""
+    async def main() -> tuple[dict[str, Any], dict[str, Any], float]:
+        sockets = smisocket.SmiSockets(tmp_path, {NODE: _node()})
+        await sockets.ensure(NODE)
+        path = sockets.path(NODE)
+        try:
+            flood = await _ask(path, b"[" * (smisocket.MAX_REQUEST + 1024) + b"\n")
+            _, silent = await asyncio.open_unix_connection(str(path))  # holds a connection open, sends nothing
+            started = asyncio.get_running_loop().time()
+            honest = await asyncio.wait_for(_ask(path, _request(["-L"], "all")), 5)
+            waited = asyncio.get_running_loop().time() - started
+            silent.close()
+            return flood, honest, waited
+        finally:
+            await sockets.close()
+    flood, honest, waited = asyncio.run(main())
+    assert flood == {}
+    assert honest["stdout"].count("GPU ") == 8 and waited < 5
+
+
+def test_a_container_sees_only_its_own_nodes_devices(tmp_path: Path) -> None:
+    """The socket answers for the node it belongs to: naming another node's GPU UUID shows no device of that
+    node (nvidia-smi finds none), so a pod cannot read another node's GPUs through it."""
+    other = inventory.simulated_inventory("h100-1", MODEL, 8)
+    foreign = other.gpus[0].uuid
+    assert foreign not in {g.uuid for g in INV.gpus}
+    replies, _ = _serve(tmp_path, {NODE: _node()}, [_request(["-L"], foreign)])
+    assert replies[0] == {"stdout": "No devices were found\n", "stderr": "", "exit_code": 6}
