@@ -83,6 +83,15 @@ if [ "$CHECK_ONLY" = 1 ]; then
   exit $?
 fi
 
+# One run at a time per cache: two runs (two checkouts, or `make -j` beside a test) would debootstrap into the same
+# base folder and delete each other's half-made files.
+mkdir -p "$KROOT"
+exec 9>"$KROOT/.lock"
+if ! flock -n 9; then
+  log "waiting for another node-image.sh run to finish (lock $KROOT/.lock)"
+  flock 9
+fi
+
 need_pkgs=()
 command -v dockerd >/dev/null || need_pkgs+=(docker.io)
 command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
@@ -102,7 +111,7 @@ if ! docker_ok; then
   nohup dockerd --storage-driver=overlay2 --data-root="$DOCKER_ROOT" --exec-root=/var/run/gpulab-docker \
     --pidfile="$KROOT/run/dockerd.pid" --host="unix://$SOCK" \
     --add-runtime "gpulab-runc=$KROOT/runc-nosysresource" --default-runtime gpulab-runc \
-    >"$KROOT/dockerd.log" 2>&1 &
+    >"$KROOT/dockerd.log" 2>&1 9>&- &  # 9>&-: the engine outlives this run and must not keep its lock
   for _ in $(seq 1 100); do docker_ok && break; sleep 0.2; done
   docker_ok || { echo "dockerd did not start; its log:" >&2; tail -20 "$KROOT/dockerd.log" >&2; exit 1; }
 fi
