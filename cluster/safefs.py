@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import logging
 import os
 import shutil
@@ -24,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from cluster import errors
+from cluster import errors, staterecord
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +32,6 @@ MARKER_TEXT = ("gpulab state folder: a lab cluster's etcd data, keys and logs.\n
                "`gpulab down --purge` deletes this folder (and only folders that carry this file).\n")
 LOCK = ".lock"
 LOCK_WAIT_SECONDS = 600.0
-_LEGACY_BACKENDS = ("local", "kind", "attach")
 
 
 def _is_ours(st: os.stat_result) -> bool:
@@ -56,11 +54,7 @@ def is_marked(directory: Path) -> bool:
 
 def _looks_like_legacy_state(directory: Path) -> bool:
     """A state folder from a gpulab made before the marker existed: its ``state.json`` names a backend."""
-    try:
-        data = json.loads((directory / "state.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and data.get("backend") in _LEGACY_BACKENDS
+    return staterecord.read_or_none(directory) is not None
 
 
 # What gpulab writes into a state folder (local, kind and attach backends; the supervisor). An older gpulab's unmarked

@@ -7,13 +7,12 @@ backend; ``detect()`` finds the backend the last ``gpulab up`` used and says wha
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from cluster import errors, safefs, settings
+from cluster import errors, safefs, settings, staterecord
 from cluster.backends.base import Backend
 
 log = logging.getLogger(__name__)
@@ -61,7 +60,7 @@ def detect(cluster_name: str = "gpulab") -> Detection:
     """The backend of the cluster named ``cluster_name``: the one its state records, else the default (``local``)
     when no cluster was ever brought up. A state file that exists but cannot be read, or names an unknown backend,
     is an error that lists what was tried, never a silent fall-back."""
-    path: Path = settings.state_root() / cluster_name / "state.json"
+    path: Path = staterecord.path(settings.state_root() / cluster_name)
     tried = [f"state record {path}"]
     if not path.exists():
         tried.append(f"none there, so no cluster was brought up yet: the default backend {DEFAULT!r}")
@@ -72,19 +71,17 @@ def detect(cluster_name: str = "gpulab") -> Detection:
         tried.append(f"{path.parent} is not a gpulab state folder: the default backend {DEFAULT!r}, which refuses it")
         return Detection(get(DEFAULT, cluster_name), tuple(tried))
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        tried.append(f"unreadable ({exc})")
+        rec = staterecord.read(path.parent)
+    except staterecord.Unreadable as exc:
+        tried.append(exc.message)
         raise errors.BackendUnavailable(
             f"cannot tell which backend runs cluster {cluster_name!r}: " + "; ".join(tried),
-            hint=f"name it (`gpulab up --backend local|kind|attach`), or remove the cluster's state: "
+            hint="name it (`gpulab up --backend local|kind|attach`), or remove the cluster's state: "
             "gpulab down --purge") from exc
-    name = data.get("backend") if isinstance(data, dict) else None
-    if name not in NAMES:
-        tried.append(f"records backend {name!r}, which is none of {', '.join(NAMES)}")
-        raise errors.BackendUnavailable(
-            f"cannot tell which backend runs cluster {cluster_name!r}: " + "; ".join(tried),
-            hint="name it (`gpulab up --backend local|kind|attach`), or remove the cluster's state: gpulab down --purge")
+    if rec is None:  # removed since it was looked at
+        tried.append(f"gone now: the default backend {DEFAULT!r}")
+        return Detection(get(DEFAULT, cluster_name), tuple(tried))
+    name = rec.backend
     tried.append(f"records backend {name!r}")
     return Detection(get(str(name), cluster_name), tuple(tried))
 

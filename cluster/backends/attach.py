@@ -13,11 +13,10 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
 
 from ruamel.yaml import YAML
 
-from cluster import errors, fleet as fleet_mod, ops, progress as progress_mod, strict
+from cluster import errors, fleet as fleet_mod, ops, progress as progress_mod, staterecord, strict
 from cluster.backends import steps as steps_mod
 from cluster.backends.base import ClusterStatus, StateDir
 from cluster.kube import kubeconfig as kubeconfig_mod
@@ -40,23 +39,28 @@ def default_kubeconfig() -> Path:
 class AttachBackend(StateDir):
     name = "attach"
 
-    def _state(self) -> dict[str, Any]:
+    def _attached(self) -> staterecord.StateRecord | None:
         """Only an attach record counts: a local or kind cluster's state is not ours to read."""
-        data = super()._state()
-        return data if data.get("backend") == "attach" else {}
+        rec = self.record()
+        return rec if rec is not None and rec.backend == "attach" else None
 
     def configured(self) -> bool:
-        return bool(self._state().get("kubeconfig"))
+        rec = self._attached()
+        return rec is not None and bool(rec.kubeconfig)
 
     def _source(self) -> tuple[Path, str | None]:
-        state = self._state()
-        if not state.get("kubeconfig"):
+        rec = self._attached()
+        if rec is None or not rec.kubeconfig:
             raise errors.ClusterError("no cluster is attached yet", hint=_USE_HINT)
-        return Path(state["kubeconfig"]), state.get("context")
+        return Path(rec.kubeconfig), rec.context
 
     def configure(self, kubeconfig_path: str | os.PathLike[str] | None, context: str | None = None) -> Path:
         """Record which kubeconfig (default: kubectl's) and context to use; the context must exist in it."""
-        if self._state_file.exists() and not self._state():
+        with self.locked("gpulab up --backend attach"):
+            return self._configure(kubeconfig_path, context)
+
+    def _configure(self, kubeconfig_path: str | os.PathLike[str] | None, context: str | None) -> Path:
+        if self._state_file.exists() and self._attached() is None:
             raise errors.ClusterError(
                 f"{self.dir} holds a lab cluster of another backend; attaching would hide it",
                 hint="gpulab down --purge first (this deletes that lab cluster), then " + _USE_HINT)
@@ -64,7 +68,7 @@ class AttachBackend(StateDir):
         if not path.is_file():
             raise errors.ClusterError(f"kubeconfig {path} does not exist", hint=_USE_HINT)
         kubeconfig_mod.load(path, context)  # every problem with the file or the context is reported here
-        self._save({"backend": "attach", "kubeconfig": str(path), "context": context})
+        self.save(staterecord.StateRecord("attach", kubeconfig=str(path), context=context))
         self._pin_context(path, context)
         return path
 
@@ -152,7 +156,9 @@ class AttachBackend(StateDir):
                 "the attached cluster is not gpulab's to stop: attach never deletes nodes or tears down a "
                 "cluster it did not create",
                 hint="`gpulab down --purge` forgets the attached kubeconfig and leaves the cluster as it is")
-        if self.configured() or self._state_file.exists():
+        if not (self.configured() or self._state_file.exists()):
+            return
+        with self.locked("gpulab down --purge"):
             self.purge_state()
             log.info("forgot the attached cluster; it keeps running, untouched")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 
-from cluster import errors, fleet as fleet_mod, progress as progress_mod, safefs, settings
+from cluster import errors, fleet as fleet_mod, progress as progress_mod, safefs, settings, staterecord
 from cluster.ops import NodeStatus
 
 # Write failures that are about the disk, not about gpulab: reported as one clear message, never a traceback.
@@ -94,21 +94,23 @@ class StateDir:
 
     @property
     def _state_file(self) -> Path:
-        return self.dir / "state.json"
+        return staterecord.path(self.dir)
 
-    def _state(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self._state_file.read_text())
-            return data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            return {}
+    def record(self) -> staterecord.StateRecord | None:
+        """This folder's state record; None when there is none or it cannot be read (``backends.detect`` is the
+        one that reports an unreadable record)."""
+        return staterecord.read_or_none(self.dir)
 
-    def _save(self, data: dict[str, Any]) -> None:
-        """Write state.json atomically (a crash never leaves half a file), into a claimed state folder."""
+    def save(self, record: staterecord.StateRecord) -> None:
+        """Write the state record atomically (a crash never leaves half a file), into a claimed state folder."""
         self.claim()
-        tmp = self._state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-        tmp.replace(self._state_file)
+        staterecord.write(self.dir, record)
+
+    def update(self, **changes: Any) -> None:
+        """Change fields of the existing record (nothing when there is none)."""
+        rec = self.record()
+        if rec is not None:
+            self.save(rec.replace(**changes))
 
     def exists(self) -> bool:
         return self._state_file.exists()

@@ -10,13 +10,12 @@ at the top of such a step. This module must not change anything itself.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from cluster import backends, errors
+from cluster import backends, errors, staterecord
 
 ATTACH = "attach"
 # The backends that create the clusters they run; any other cluster is someone else's.
@@ -51,13 +50,9 @@ def owner(kubeconfig: Path | str | None = None) -> Owner:
     if current.name == ATTACH and _same(current.kubeconfig, path):
         return Owner(ATTACH, path)
     if path.name == "admin.kubeconfig":
-        try:
-            data = json.loads((path.parent / "state.json").read_text())
-        except (OSError, ValueError):
-            data = {}
-        name = data.get("backend") if isinstance(data, dict) else None
-        if name in _OWN:
-            return Owner(str(name), path)
+        rec = staterecord.read_or_none(path.parent)
+        if rec is not None and rec.backend in _OWN:
+            return Owner(rec.backend, path)
     return Owner(ATTACH, path)
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from cluster import errors, fleet as fleet_mod, gobuild, ops, progress as progress_mod, settings, versions
+from cluster import errors, fleet as fleet_mod, gobuild, ops, progress as progress_mod, settings, staterecord, versions
 from cluster.backends import kindconfig, kindthaw, kindtool, steps as steps_mod
 from cluster.backends.base import ClusterStatus, ComponentStatus, StateDir
 from cluster.kube import kubeconfig
@@ -163,7 +163,7 @@ class KindBackend(StateDir):
         # One command at a time works on the state folder, as on local: a second `up` waits for the first.
         with self.locked("gpulab up --backend kind"):
             fresh = not self.exists()
-            ctx = steps_mod.Context(self, prog, fl, state=self._state(), fresh=fresh, retain=retain)
+            ctx = steps_mod.Context(self, prog, fl, record=self.record(), fresh=fresh, retain=retain)
             steps_mod.bring_up(self.steps(), ctx, fresh=fresh, retain=retain, teardown=self._teardown_failed)
         return self.status()
 
@@ -171,7 +171,7 @@ class KindBackend(StateDir):
         """Delete the half-built kind cluster and forget its state; its kind log is kept next to the state dir."""
         self.sup.stop_all([steps_mod.GPU_STACK])
         kind = kindtool.find()
-        if kind is not None and self._state().get("kind_cluster"):
+        if kind is not None and (rec := self.record()) is not None and rec.kind_cluster:
             self._delete_quietly(kind)
         if (self.log_dir / "kind-create.log").exists():
             shutil.copy2(self.log_dir / "kind-create.log", self.failed_log())
@@ -235,12 +235,12 @@ class KindBackend(StateDir):
     # --- status, down, logs, tenants --------------------------------------------------------------------
 
     def status(self) -> ClusterStatus:
-        state = self._state()
-        if not state:
+        rec = self.record()
+        if rec is None:
             return ClusterStatus("kind", False, None, None,
                                  problems=["no kind cluster (run `gpulab up --backend kind`)"])
-        if not state.get("created"):
-            return ClusterStatus("kind", False, None, str(self.kubeconfig()), fleet=state.get("fleet"),
+        if not rec.created:
+            return ClusterStatus("kind", False, None, str(self.kubeconfig()), fleet=rec.fleet,
                                  problems=[f"kind cluster {self.cluster_name!r} is not running (run `gpulab up`)"])
         problems: list[str] = []
         server = None
@@ -253,7 +253,7 @@ class KindBackend(StateDir):
             problems.append(f"API server not answering: {exc.message} (is Docker running? "
                             f"`docker ps --filter label=io.x-k8s.kind.cluster={self.cluster_name}`)")
         names = {n.name for n in found}
-        mapping: dict[str, str] = state.get("nodes", {})
+        mapping = rec.nodes
         if found:
             problems += [f"fleet node {f} (kind container {k}) is missing" for f, k in sorted(mapping.items())
                          if f not in names]
@@ -262,16 +262,25 @@ class KindBackend(StateDir):
         comps = [ComponentStatus(steps_mod.GPU_STACK, st.running, st.pid, None if not st.running else True,
                                  "" if st.running else "not running")]
         problems += [f"{c.name} is not running (`gpulab up` starts it)" for c in comps if not c.running]
-        return ClusterStatus("kind", True, server, str(self.kubeconfig()), comps, found, state.get("fleet"), problems)
+        return ClusterStatus("kind", True, server, str(self.kubeconfig()), comps, found, rec.fleet, problems)
 
     def down(self, *, purge: bool = False) -> None:
         """Delete the kind cluster (kind cannot stop one and keep its objects); ``purge`` also forgets its state."""
-        self.sup.stop_all([steps_mod.GPU_STACK])
-        if self._state().get("created"):
-            self._delete(self.preflight())
-            self._save({**self._state(), "created": False, "nodes": {}})
-        if purge:
-            self.purge_state()
+        if not os.path.lexists(self.dir):  # no state folder: nothing to lock, delete or forget
+            self.sup.stop_all([steps_mod.GPU_STACK])
+            return
+        with self.locked("gpulab down --purge" if purge else "gpulab down"):
+            self.sup.stop_all([steps_mod.GPU_STACK])
+            if self._created():
+                self._delete(self.preflight())
+                self.update(created=False, nodes={})
+            if purge:
+                self.purge_state()
+
+    def _created(self) -> bool:
+        """Whether the state records a kind cluster made by gpulab that is there."""
+        rec = self.record()
+        return rec is not None and rec.created
 
     def _delete(self, kind: Path) -> None:
         """``kind delete cluster``; once more after thawing the nodes' frozen cgroups when Docker could not kill a
@@ -302,8 +311,7 @@ class KindBackend(StateDir):
             self._delete(kind)
         except errors.CourseError as exc:
             log.error("could not delete the half-built kind cluster: %s", exc)
-        if self.exists():
-            self._save({**self._state(), "created": False, "nodes": {}})
+        self.update(created=False, nodes={})
 
     def tenant_kubeconfig(self, namespace: str) -> Path:
         conn = kubeconfig.load(self.kubeconfig())
@@ -318,7 +326,7 @@ class KindBackend(StateDir):
         dest.mkdir(parents=True, exist_ok=True)
         for f in sorted(self.log_dir.glob("*.log")):
             shutil.copy2(f, dest / f.name)
-        if self._state().get("created"):
+        if self._created():
             try:
                 kind = self.preflight()
                 self._kind(kind, ["export", "logs", str(dest / "kind"), "--name", self.cluster_name],
@@ -433,7 +441,7 @@ class _Config(_KindStep):
         be, kind = self.be, self._kind()
         exists = be.cluster_name in be._clusters(kind)
         self.found.exists = exists
-        if be._state().get("created") and exists:
+        if be._created() and exists:
             return
         if exists:
             raise errors.ClusterError(
@@ -441,8 +449,10 @@ class _Config(_KindStep):
                 hint=f"delete it with `kind delete cluster --name {be.cluster_name}`, or use it as it is with "
                 "`gpulab up --backend attach --kubeconfig <its kubeconfig>`")
         fl = ctx.need_fleet()
-        be._save({**be._state(), "backend": "kind", "kind_cluster": be.cluster_name, "fleet": fl.name,
-                  "kind_version": versions.KIND_VERSION, "node_image": versions.KIND_NODE_IMAGE, "created": False})
+        old = be.record()
+        be.save(staterecord.StateRecord("kind", fleet=fl.name, kind_cluster=be.cluster_name,
+                                        kind_version=versions.KIND_VERSION, node_image=versions.KIND_NODE_IMAGE,
+                                        created=False, extra=old.extra if old else {}))
         be.config_path().write_text(kindconfig.render(kindconfig.config(fl, be.cluster_name, self._node_plugin())))
 
 
@@ -453,7 +463,7 @@ class _Create(_KindStep):
 
     def run(self, ctx: steps_mod.Context) -> None:
         be, kind = self.be, self._kind()
-        if be._state().get("created") and self.found.exists:
+        if be._created() and self.found.exists:
             return
         retain = ctx.retain
         log_path = be.failed_log() if ctx.fresh and not retain else be.log_dir / "kind-create.log"
@@ -472,7 +482,7 @@ class _Create(_KindStep):
                 hint=f"see {log_path}; `gpulab up --backend kind --retain` keeps the "
                 f"node containers for `docker logs {be.cluster_name}-control-plane`") from exc
         ctx.prog.finish()
-        be._save({**be._state(), "created": True})
+        be.update(created=True)
 
 
 class _FleetNodes(_KindStep):
@@ -486,7 +496,7 @@ class _FleetNodes(_KindStep):
         with Client.from_kubeconfig(self.be.kubeconfig()) as client:
             self.be.apply_fleet_nodes(client, workers, ctx.prog)
             ctx.prog.finish()
-            self.be._save({**self.be._state(), "nodes": {w.fleet_node: w.kind_node for w in workers}})
+            self.be.update(nodes={w.fleet_node: w.kind_node for w in workers})
             ops.ensure_tenant_rbac(client)
 
 

@@ -18,11 +18,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 
 from cluster import (binaries, errors, fleet as fleet_mod, gobuild, ops, pki as pki_mod, progress as progress_mod,
-                     safefs, seed, settings, versions)
+                     safefs, seed, settings, staterecord, versions)
 from cluster.backends import steps as steps_mod
 from cluster.backends.base import ClusterStatus, ComponentStatus, StateDir
 from cluster.kube import http as kube_http, kubeconfig
@@ -132,59 +133,16 @@ class LocalBackend(StateDir):
         return self.dir / "kubeconfigs" / f"{who}.kubeconfig"
 
     def server(self) -> str:
-        port = self._state().get("ports", {}).get("apiserver")
+        rec = self.record()
+        port = rec.ports.get("apiserver") if rec else None
         if not port:
             raise errors.ClusterError("no local cluster has been created yet", hint="gpulab up")
         return f"https://127.0.0.1:{port}"
 
     # --- bring-up steps ----------------------------------------------------------------------------------
 
-    def _step_ports(self, state: dict[str, Any]) -> dict[str, int]:
-        """Keep each saved port unless its component is down and something else took it."""
-        old: dict[str, int] = state.get("ports", {})
-        owner = {"etcd": "etcd", "etcd-peer": "etcd", "apiserver": "kube-apiserver",
-                 "controller-manager": "kube-controller-manager", "scheduler": "kube-scheduler",
-                 "kubelet": "sim-agents"}
-        ports: dict[str, int] = {}
-        for key, component in owner.items():
-            # The simulated kubelets listen on the nodes' addresses (127.1.x.y), where another cluster of this host
-            # may hold a port that 127.0.0.1 has free; every cluster's first node is 127.1.0.1, so look there.
-            host = sim_nodes.FIRST_NODE_IP if key == "kubelet" else "127.0.0.1"
-            if old.get(key) and self.component_pid(component):
-                ports[key] = old[key]
-            else:
-                port = free_port(old.get(key), host)
-                while port in ports.values():
-                    port = free_port(host=host)
-                ports[key] = port
-        return ports
-
-    def _step_kubeconfigs(self, pki: pki_mod.Pki, server: str) -> None:
-        kubeconfig.write(self.kubeconfig(), server=server, ca_file=pki.ca_cert, user="gpulab-admin",
-                         cert_file=pki.client_cert("admin"), key_file=pki.client_key("admin"),
-                         cluster_name=self.cluster_name)
-        for who in ("controller-manager", "scheduler", "agent"):
-            kubeconfig.write(self._kc(who), server=server, ca_file=pki.ca_cert, user=who,
-                             cert_file=pki.client_cert(who), key_file=pki.client_key(who),
-                             cluster_name=self.cluster_name)
-
     def _scheduler_config(self) -> Path:
         return self.dir / "kube-scheduler.yaml"
-
-    def _step_component_configs(self) -> None:
-        """The scheduler's configuration file: its identity, no leader election, and a client rate (500/s, burst
-        1,000) that lets it bind a DaemonSet's pods across a 1,000-node fleet without queueing behind the default
-        50 requests a second."""
-        self._scheduler_config().write_text(
-            "apiVersion: kubescheduler.config.k8s.io/v1\n"
-            "kind: KubeSchedulerConfiguration\n"
-            "clientConnection:\n"
-            f"  kubeconfig: {json.dumps(str(self._kc('scheduler')))}\n"
-            "  qps: 500\n"
-            "  burst: 1000\n"
-            "leaderElection:\n"
-            "  leaderElect: false\n"
-        )
 
     def _specs(self, bins: binaries.Binaries, pki: pki_mod.Pki, ports: dict[str, int],
                node_count: int) -> dict[str, ProcessSpec]:
@@ -362,7 +320,7 @@ class LocalBackend(StateDir):
         # waits for the first and then finds the cluster up.
         with self.writing(), self.locked("gpulab up"):
             fresh = not self.exists()
-            ctx = steps_mod.Context(self, prog, fl, state=self._state())
+            ctx = steps_mod.Context(self, prog, fl, record=self.record())
             with self.writing():
                 steps_mod.bring_up(self.steps(), ctx, fresh=fresh, retain=retain,
                                    teardown=lambda: self.down(purge=True))
@@ -392,59 +350,6 @@ class LocalBackend(StateDir):
     def _all_components(self) -> list[str]:
         return list(OLD_AGENTS) + list(reversed(AGENTS)) + list(reversed(CONTROL_PLANE_PROCESSES))
 
-    def _step_restart_for_renewed(self, pki: pki_mod.Pki) -> None:
-        """Running components read their certificates at start: after a renewal they are restarted (once every
-        week or so, on `up`)."""
-        if not pki.renewed:
-            return
-        running = [n for n in self._all_components() if self.sup.pid(n)]
-        if running:
-            log.warning("renewed the cluster's certificates (%s); restarting %s to load them",
-                        ", ".join(pki.renewed), ", ".join(running))
-            self.sup.stop_all(self._all_components())
-
-    def _step_identity_bindings(self, admin: Client, pki: pki_mod.Pki, server: str) -> None:
-        """The admin's and agents' ClusterRoleBindings (to ``cluster-admin``) exist; made when missing.
-
-        They are normally already there (the etcd seed carries them, and a running cluster keeps them); when they
-        are not (no seed, or someone deleted one to revoke the admin), only a break-glass ``system:masters``
-        certificate, valid for minutes and deleted right after, can create them, as kubeadm's ``super-admin.conf``
-        does for ``kubeadm:cluster-admins``. The owner, who holds the CA key, can always grant again; `up` does.
-        """
-        missing = list(IDENTITY_BINDINGS)
-        try:
-            missing = [n for n in IDENTITY_BINDINGS if not admin.exists(f"{_CRB}/{n}")]
-        except errors.ApiError as exc:
-            if exc.status != 403:
-                raise
-        if not missing:
-            return
-        certs = kubeconfig.certs_dir(self.kubeconfig())
-        cert, key = pki_mod.break_glass(pki, certs)
-        try:
-            conn = kubeconfig.Connection(server=server, ca_file=str(pki.ca_cert), cert_file=str(cert),
-                                         key_file=str(key))
-            with Client(conn, timeout=10) as glass:
-                for name in missing:
-                    log.info("creating ClusterRoleBinding %s (break-glass certificate)", name)
-                    try:
-                        glass.create(_CRB, identity_binding(name, IDENTITY_BINDINGS[name]))
-                    except errors.Conflict:
-                        pass
-        finally:
-            cert.unlink(missing_ok=True)
-            key.unlink(missing_ok=True)
-        # The API server's RBAC authorizer sees new bindings through its informer, a moment later.
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                admin.get(f"{_CRB}/{missing[0]}")
-                return
-            except errors.ApiError as exc:
-                if exc.status != 403 or time.monotonic() > deadline:
-                    raise
-            time.sleep(0.05)
-
     @classmethod
     def seed_location(cls, bins: binaries.Binaries) -> Path:
         """Where the etcd bootstrap seed for these binaries and this backend's API server flags is (or will be)."""
@@ -468,13 +373,6 @@ class LocalBackend(StateDir):
                 return None
         return path
 
-    def _step_seed(self, bins: binaries.Binaries, prog: progress_mod.Progress) -> bool:
-        """Start a new cluster's etcd from the bootstrap seed (made once per version; see ``cluster.seed``)."""
-        if not settings.current().etcd_seed:
-            return False
-        path = self.prepare_seed(bins, prog)
-        return path is not None and seed.restore(path, self.dir / "etcd")
-
     @staticmethod
     def _make_seed(bins: binaries.Binaries, path: Path, prog: progress_mod.Progress) -> None:
         prog.start("bootstrapping etcd once for this Kubernetes version (later clusters start from it)")
@@ -483,15 +381,15 @@ class LocalBackend(StateDir):
         try:
             maker.claim()
             pki = pki_mod.ensure(maker.dir / "pki")
-            ports = maker._step_ports({})
+            ports = _Ports.choose(maker, {})
             server = f"https://127.0.0.1:{ports['apiserver']}"
-            maker._step_kubeconfigs(pki, server)
+            _Kubeconfigs.write_kubeconfigs(maker, pki, server)
             specs = maker._specs(bins, pki, ports, 1)
             maker.sup.start(specs["etcd"])
             maker.sup.start(specs["kube-apiserver"])
             maker._wait_api_ready(ports, pki, prog)
             with Client.from_kubeconfig(maker.kubeconfig()) as client:
-                maker._step_identity_bindings(client, pki, server)  # so fresh clusters need no break-glass
+                ensure_identity_bindings(maker, client, pki, server)  # so fresh clusters need no break-glass
                 seed.check_no_secrets(client)
             maker.sup.stop("kube-apiserver")
             maker.sup.stop("etcd")
@@ -514,7 +412,7 @@ class LocalBackend(StateDir):
     def status(self) -> ClusterStatus:
         if not self.exists():
             return ClusterStatus("local", False, None, None, problems=["no local cluster (run `gpulab up`)"])
-        state = self._state()
+        rec = self.record()
         comps = self.components()
         problems = [f"{c.name} is not running" for c in comps if not c.running]
         nodes = []
@@ -527,7 +425,7 @@ class LocalBackend(StateDir):
         problems += [f"node {n.name} is NotReady" for n in nodes if not n.ready]
         problems += self._certificate_problems()
         return ClusterStatus("local", True, self.server(), str(self.kubeconfig()), comps, nodes,
-                             state.get("fleet"), problems)
+                             rec.fleet if rec else None, problems)
 
     def _certificate_problems(self) -> list[str]:
         now = time.time()
@@ -613,15 +511,47 @@ class _Pki(_LocalStep):
 
     def run(self, ctx: steps_mod.Context) -> None:
         ctx.pki = pki_mod.ensure(self.be.dir / "pki", sim_nodes.plan_addresses(ctx.need_fleet()))
-        self.be._step_restart_for_renewed(ctx.pki)
+        self.restart_for_renewed(self.be, ctx.pki)
+
+    @staticmethod
+    def restart_for_renewed(be: LocalBackend, pki: pki_mod.Pki) -> None:
+        """Running components read their certificates at start: after a renewal they are restarted (once every
+        week or so, on `up`)."""
+        if not pki.renewed:
+            return
+        running = [n for n in be._all_components() if be.sup.pid(n)]
+        if running:
+            log.warning("renewed the cluster's certificates (%s); restarting %s to load them",
+                        ", ".join(pki.renewed), ", ".join(running))
+            be.sup.stop_all(be._all_components())
 
 
 class _Ports(_LocalStep):
     title = "ports"
 
     def run(self, ctx: steps_mod.Context) -> None:
-        ctx.ports = self.be._step_ports(ctx.state)
+        ctx.ports = self.choose(self.be, ctx.record.ports if ctx.record else {})
         ctx.server = f"https://127.0.0.1:{ctx.ports['apiserver']}"
+
+    @staticmethod
+    def choose(be: LocalBackend, old: Mapping[str, int]) -> dict[str, int]:
+        """Keep each saved port unless its component is down and something else took it."""
+        owner = {"etcd": "etcd", "etcd-peer": "etcd", "apiserver": "kube-apiserver",
+                 "controller-manager": "kube-controller-manager", "scheduler": "kube-scheduler",
+                 "kubelet": "sim-agents"}
+        ports: dict[str, int] = {}
+        for key, component in owner.items():
+            # The simulated kubelets listen on the nodes' addresses (127.1.x.y), where another cluster of this host
+            # may hold a port that 127.0.0.1 has free; every cluster's first node is 127.1.0.1, so look there.
+            host = sim_nodes.FIRST_NODE_IP if key == "kubelet" else "127.0.0.1"
+            if old.get(key) and be.component_pid(component):
+                ports[key] = old[key]
+            else:
+                port = free_port(old.get(key), host)
+                while port in ports.values():
+                    port = free_port(host=host)
+                ports[key] = port
+        return ports
 
 
 class _Kubeconfigs(_LocalStep):
@@ -632,12 +562,40 @@ class _Kubeconfigs(_LocalStep):
     def run(self, ctx: steps_mod.Context) -> None:
         bins, pki = self._need(ctx)
         fl = ctx.need_fleet()
-        self.be._step_kubeconfigs(pki, ctx.server)
-        self.be._step_component_configs()
-        ctx.state.update(backend="local", ports=ctx.ports, fleet=ctx.state.get("fleet") or fl.name,
-                         kubernetes=versions.KUBERNETES_VERSION)
-        self.be._save(ctx.state)
+        self.write_kubeconfigs(self.be, pki, ctx.server)
+        self.write_scheduler_config(self.be)
+        old = ctx.record
+        ctx.record = staterecord.StateRecord(
+            "local", fleet=(old.fleet if old else None) or fl.name, ports=dict(ctx.ports),
+            kubernetes=versions.KUBERNETES_VERSION, extra=old.extra if old else {})
+        self.be.save(ctx.record)
         ctx.specs = self.be._processes(bins, self.be._specs(bins, pki, ctx.ports, fl.node_count))
+
+    @staticmethod
+    def write_kubeconfigs(be: LocalBackend, pki: pki_mod.Pki, server: str) -> None:
+        kubeconfig.write(be.kubeconfig(), server=server, ca_file=pki.ca_cert, user="gpulab-admin",
+                         cert_file=pki.client_cert("admin"), key_file=pki.client_key("admin"),
+                         cluster_name=be.cluster_name)
+        for who in ("controller-manager", "scheduler", "agent"):
+            kubeconfig.write(be._kc(who), server=server, ca_file=pki.ca_cert, user=who,
+                             cert_file=pki.client_cert(who), key_file=pki.client_key(who),
+                             cluster_name=be.cluster_name)
+
+    @staticmethod
+    def write_scheduler_config(be: LocalBackend) -> None:
+        """The scheduler's configuration file: its identity, no leader election, and a client rate (500/s, burst
+        1,000) that lets it bind a DaemonSet's pods across a 1,000-node fleet without queueing behind the default
+        50 requests a second."""
+        be._scheduler_config().write_text(
+            "apiVersion: kubescheduler.config.k8s.io/v1\n"
+            "kind: KubeSchedulerConfiguration\n"
+            "clientConnection:\n"
+            f"  kubeconfig: {json.dumps(str(be._kc('scheduler')))}\n"
+            "  qps: 500\n"
+            "  burst: 1000\n"
+            "leaderElection:\n"
+            "  leaderElect: false\n"
+        )
 
 
 class _Seed(_LocalStep):
@@ -647,7 +605,58 @@ class _Seed(_LocalStep):
 
     def run(self, ctx: steps_mod.Context) -> None:
         bins, _ = self._need(ctx)
-        ctx.seeded = not (self.be.dir / "etcd").exists() and self.be._step_seed(bins, ctx.prog)
+        ctx.seeded = not (self.be.dir / "etcd").exists() and self.from_seed(self.be, bins, ctx.prog)
+
+    @staticmethod
+    def from_seed(be: LocalBackend, bins: binaries.Binaries, prog: progress_mod.Progress) -> bool:
+        """Start a new cluster's etcd from the bootstrap seed (made once per version; see ``cluster.seed``)."""
+        if not settings.current().etcd_seed:
+            return False
+        path = be.prepare_seed(bins, prog)
+        return path is not None and seed.restore(path, be.dir / "etcd")
+
+
+def ensure_identity_bindings(be: LocalBackend, admin: Client, pki: pki_mod.Pki, server: str) -> None:
+    """The admin's and agents' ClusterRoleBindings (to ``cluster-admin``) exist; made when missing.
+
+    They are normally already there (the etcd seed carries them, and a running cluster keeps them); when they
+    are not (no seed, or someone deleted one to revoke the admin), only a break-glass ``system:masters``
+    certificate, valid for minutes and deleted right after, can create them, as kubeadm's ``super-admin.conf``
+    does for ``kubeadm:cluster-admins``. The owner, who holds the CA key, can always grant again; `up` does.
+    """
+    missing = list(IDENTITY_BINDINGS)
+    try:
+        missing = [n for n in IDENTITY_BINDINGS if not admin.exists(f"{_CRB}/{n}")]
+    except errors.ApiError as exc:
+        if exc.status != 403:
+            raise
+    if not missing:
+        return
+    certs = kubeconfig.certs_dir(be.kubeconfig())
+    cert, key = pki_mod.break_glass(pki, certs)
+    try:
+        conn = kubeconfig.Connection(server=server, ca_file=str(pki.ca_cert), cert_file=str(cert),
+                                     key_file=str(key))
+        with Client(conn, timeout=10) as glass:
+            for name in missing:
+                log.info("creating ClusterRoleBinding %s (break-glass certificate)", name)
+                try:
+                    glass.create(_CRB, identity_binding(name, IDENTITY_BINDINGS[name]))
+                except errors.Conflict:
+                    pass
+    finally:
+        cert.unlink(missing_ok=True)
+        key.unlink(missing_ok=True)
+    # The API server's RBAC authorizer sees new bindings through its informer, a moment later.
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            admin.get(f"{_CRB}/{missing[0]}")
+            return
+        except errors.ApiError as exc:
+            if exc.status != 403 or time.monotonic() > deadline:
+                raise
+        time.sleep(0.05)
 
 
 class _ControlPlane(_LocalStep):
@@ -669,7 +678,7 @@ class _ControlPlane(_LocalStep):
                 self.be.sup.start(ctx.specs[name])
         self.be._wait_api_ready(ctx.ports, pki, ctx.prog, COMBINED if combined else "kube-apiserver")
         with Client.from_kubeconfig(self.be.kubeconfig()) as client:
-            self.be._step_identity_bindings(client, pki, ctx.server)
+            ensure_identity_bindings(self.be, client, pki, ctx.server)
             if ctx.seeded:
                 seed.prune_client_ca(client, pki.ca_cert.read_text())
             ctx.prog.advance(detail="kube-apiserver")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from cluster import binaries, errors, fleet as fleet_mod, pki as pki_mod, progress as progress_mod
+from cluster import binaries, errors, fleet as fleet_mod, pki as pki_mod, progress as progress_mod, staterecord
 from cluster.backends.base import StateDir
 from cluster.supervisor import ProcessSpec, Supervisor
 
@@ -32,7 +32,7 @@ class Context:
     backend: StateDir
     prog: progress_mod.Progress
     requested: fleet_mod.Fleet | None
-    state: dict[str, Any] = field(default_factory=dict)
+    record: staterecord.StateRecord | None = None  # the state record as this bring-up found it, then as it wrote it
     fleet: fleet_mod.Fleet | None = None
     bins: binaries.Binaries | None = None
     pki: pki_mod.Pki | None = None

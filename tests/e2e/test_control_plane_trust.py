@@ -29,7 +29,9 @@ def _pki(local_cluster: LocalCluster) -> pki_mod.Pki:
 
 
 def _ports(local_cluster: LocalCluster) -> dict[str, int]:
-    ports: dict[str, int] = local_cluster.backend._state()["ports"]
+    rec = local_cluster.backend.record()
+    assert rec is not None
+    ports = dict(rec.ports)
     return ports
 
 

@@ -175,7 +175,9 @@ def test_port_already_taken_is_avoided(tmp_path: object) -> None:
     be.dir.mkdir(parents=True)
     (be.dir / "state.json").write_text(json.dumps({"backend": "local", "ports": {"apiserver": taken}}))
     try:
-        ports = be._step_ports(be._state())
+        rec = be.record()
+        assert rec is not None
+        ports = local_backend._Ports.choose(be, rec.ports)
         assert ports["apiserver"] != taken
         assert len(set(ports.values())) == len(ports)
     finally:
@@ -208,7 +210,7 @@ def test_seeded_cluster_has_bootstrap_objects_and_trusts_only_its_own_client_ca(
                      "/api/v1/namespaces/kube-node-lease", "/api/v1/namespaces/default/services/kubernetes"):
             assert c.exists(path), path
     be = local_cluster.backend
-    ports = be._state()["ports"]
+    ports = _saved_ports(be)
     specs = be._specs(binaries.ensure(LogProgress()), pki_mod.Pki(be.dir / "pki"), ports, 6)
     assert (seed.seed_path(specs["kube-apiserver"].argv) / "member" / "snap" / "db").is_file()
 
@@ -304,7 +306,7 @@ def test_binaries_ensure_prepares_the_seed_that_up_uses(local_cluster: LocalClus
     line = next(x for x in out.splitlines() if x.startswith("etcd bootstrap seed: "))
     prepared = Path(line.split(": ", 1)[1])
     be = local_cluster.backend
-    ports = be._state()["ports"]
+    ports = _saved_ports(be)
     specs = be._specs(binaries.ensure(LogProgress()), pki_mod.Pki(be.dir / "pki"), ports, 6)
     assert prepared == seed.seed_path(specs["kube-apiserver"].argv)
     assert (prepared / "member" / "snap" / "db").is_file()
@@ -335,3 +337,9 @@ def test_kube_control_plane_refuses_bad_usage_in_one_line(argv: list[str], says:
     assert proc.returncode == 2
     assert proc.stderr.startswith("kube-control-plane: ")
     assert says in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def _saved_ports(be: LocalBackend) -> dict[str, int]:
+    rec = be.record()
+    assert rec is not None, f"{be.dir} has no state record"
+    return dict(rec.ports)

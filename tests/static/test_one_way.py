@@ -88,3 +88,20 @@ def test_one_evaluate_path() -> None:
     scored = {path for path, text in sources.items() if "Check(c.id, outcome.passed" in text
               or "Check(spec.id, outcome.passed" in text}
     assert scored == {"labs/grading.py"}
+
+
+def test_the_state_record_has_one_reader_and_one_writer() -> None:
+    """``state.json`` is spelt, opened and parsed only in ``cluster/staterecord.py`` (issue 29 item 2): the
+    backends, ``detect``, the guard and ``safefs`` go through ``staterecord.read``/``write``. The one other
+    spelling allowed is ``safefs.STATE_ENTRIES``, the list of names gpulab writes into a state folder."""
+    found = {}
+    for path, text in _sources().items():
+        if path == "cluster/staterecord.py":
+            continue
+        spelt = [n.lineno for n in ast.walk(ast.parse(text))
+                 if isinstance(n, ast.Constant) and n.value == "state.json"]
+        if path == "cluster/safefs.py":
+            spelt = spelt[1:] if "STATE_ENTRIES" in text else spelt
+        if spelt:
+            found[path] = spelt
+    assert not found, f"state.json named outside cluster/staterecord.py: {found}"

@@ -52,7 +52,7 @@ def test_configure_records_the_kubeconfig_and_current_finds_attach(state: Path, 
     be = AttachBackend()
     assert be.configure(path) == path.resolve()
     data = json.loads((state / "gpulab" / "state.json").read_text())
-    assert data == {"backend": "attach", "kubeconfig": str(path.resolve()), "context": None}
+    assert data == {"backend": "attach", "kubeconfig": str(path.resolve())}  # no context: the file's current one
     assert backends.current().name == "attach"
     assert be.kubeconfig() == path.resolve()  # the current context is the one chosen: no copy needed
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from cluster import errors, pki, safefs
+from cluster import errors, pki, safefs, staterecord
 from cluster.backends.local import LocalBackend
 from cluster.kube import kubeconfig
 from cluster.progress import LogProgress
@@ -75,7 +75,7 @@ def test_purge_refuses_a_symlinked_state_folder(tmp_path: Path) -> None:
 
 def test_purge_deletes_a_marked_folder_and_an_older_gpulabs_state(tmp_path: Path) -> None:
     be = LocalBackend("gpulab", tmp_path)
-    be._save({"backend": "local"})
+    be.save(staterecord.StateRecord("local"))
     assert (be.dir / safefs.MARKER).is_file()
     be.down(purge=True)
     assert not be.dir.exists()
