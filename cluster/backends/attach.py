@@ -121,8 +121,10 @@ class AttachBackend(StateDir):
             raise errors.ClusterError(
                 f"the attach backend uses the nodes the cluster already has; it cannot create fleet {fl.name!r}",
                 hint="drop --fleet, or run the fleet on a lab cluster of your own: gpulab up --backend local")
-        steps_mod.bring_up(self.steps(), steps_mod.Context(self, prog, None), fresh=False, retain=True,
-                           teardown=lambda: None)
+        self._source()  # nothing attached: say so before the lock would make a state folder
+        with self.locked("gpulab up --backend attach"):
+            steps_mod.bring_up(self.steps(), steps_mod.Context(self, prog, None, record=self.record()), fresh=False,
+                               retain=True, teardown=lambda: None)
         return self.status()
 
     def prepare(self, prog: progress_mod.Progress) -> str:
