@@ -32,9 +32,11 @@ def running_plugin_pod(client: Client, node: str) -> str | None:
                  ), None)
 
 
-def config_manager_turn(client: Client, node: str, logs: Logs, timeout: float = 60) -> list[str]:
+def config_manager_turn(client: Client, node: str, logs: Logs, timeout: float = 60,
+                        found_pod: Callable[[str], None] | None = None) -> list[str]:
     """The node's config-manager log after its label turns to a time-slicing config (x2) and then to a name no
-    config has (nope); the policy and the label are put back afterwards."""
+    config has (nope); ``found_pod`` is told the plugin pod's name before the label changes. The policy and the
+    label are put back afterwards."""
     client.create(f"/api/v1/namespaces/{names.NAMESPACE}/configmaps", {
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm-logs"},
         "data": {"whole": "version: v1\n", "x2": "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
@@ -43,6 +45,8 @@ def config_manager_turn(client: Client, node: str, logs: Logs, timeout: float = 
         client.patch(POLICY, {"spec": {"devicePlugin": {"config": {"name": "cm-logs", "default": "whole"}}}})
         name = wait_for(lambda: running_plugin_pod(client, node), timeout,
                         what=f"the device plugin's pod on {node} running")
+        if found_pod is not None:
+            found_pod(name)
         client.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {LABEL: "x2"}}})
         wait_for(lambda: client.get(f"/api/v1/nodes/{node}")["status"]["allocatable"].get("nvidia.com/gpu") == "4",
                  timeout, what=f"{node} advertising 4 time-sliced GPUs")

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from cluster import gobuild, settings
 from cluster.sim.kubelet import logsocket, logstore
@@ -42,10 +43,12 @@ def test_the_built_stand_in_prints_its_containers_lines_from_the_stacks_socket(t
     assert built.returncode == 0, built.stdout + built.stderr
     root = Path(tempfile.mkdtemp(prefix="wl", dir="/tmp"))  # short: a socket address holds 107 bytes
     store = logstore.LogStore(root / "logs")
-    pod = {"metadata": {"namespace": "gpu-operator", "name": "nvidia-device-plugin-daemonset-x", "uid": UID},
-           "spec": {"nodeName": NODE},
-           "status": {"containerStatuses": [{"name": "config-manager", "containerID": f"containerd://{CID}",
-                                             "restartCount": 0}]}}
+    pod: dict[str, Any] = {"metadata": {"namespace": "gpu-operator", "name": "nvidia-device-plugin-daemonset-x",
+                                        "uid": UID},
+                           "spec": {"nodeName": NODE},
+                           "status": {"containerStatuses": [{"name": "config-manager",
+                                                             "containerID": f"containerd://{CID}",
+                                                             "restartCount": 0}]}}
     ref = logstore.ContainerRef("gpu-operator", pod["metadata"]["name"], UID, "config-manager", 0)
     store.write(ref, "Starting nvidia-device-plugin")
     store.write(ref, "I1202 10:00:00.000000       1 main.go:200] Waiting for change to label", stream="stderr")
