@@ -25,7 +25,7 @@ from cluster.backends import kindconfig, kindthaw, kindtool, steps as steps_mod
 from cluster.backends.base import ClusterStatus, ComponentStatus, StateDir
 from cluster.kube import kubeconfig
 from cluster.kube.client import Client
-from cluster.sim.kubelet import smisocket
+from cluster.sim.kubelet import logsocket, smisocket
 from cluster.supervisor import Supervisor
 
 log = logging.getLogger(__name__)
@@ -95,6 +95,11 @@ class KindBackend(StateDir):
         """Each node's devices file (``<node>/devices.json``), written by the GPU stack, read by the node plugin."""
         return self.dir / "devices"
 
+    def pod_logs_dir(self) -> Path:
+        """The GPU stack's container log lines (the kubelet's /var/log/pods layout), served to the nodes'
+        containers over each node's log socket (``cluster.sim.kubelet.logsocket``)."""
+        return self.dir / "pod-logs"
+
     @property
     def log_dir(self) -> Path:
         return self.dir / "logs"
@@ -157,7 +162,8 @@ class KindBackend(StateDir):
         found = _Found()
         return [steps_mod.FleetStep("kind", "gpulab up --backend kind"), _Plan(self, found), _Tools(self, found),
                 _NodePlugin(self, found), _Config(self, found), _Create(self, found), _FleetNodes(self, found),
-                _WaitNodes(self, found), steps_mod.GpuStackStep(self.sup, self.kubeconfig(), None, self.devices_dir())]
+                _WaitNodes(self, found), steps_mod.GpuStackStep(self.sup, self.kubeconfig(), None, self.devices_dir(),
+                                                                self.pod_logs_dir())]
 
     def up(self, fl: fleet_mod.Fleet | None, prog: progress_mod.Progress, *, retain: bool = False) -> ClusterStatus:
         # One command at a time works on the state folder, as on local: a second `up` waits for the first.
@@ -425,11 +431,17 @@ class _NodePlugin(_KindStep):
         units.mkdir(parents=True, exist_ok=True)
         (units / "gpulab-device-plugin.service").write_text(kindconfig.unit_text())
         (units / "20-gpulab-device-plugin.conf").write_text(kindconfig.drop_in_text())
+        (units / "gpulab-base-spec.service").write_text(kindconfig.base_spec_unit_text())
+        (units / "20-gpulab-base-spec.conf").write_text(kindconfig.containerd_drop_in_text())
         for w in self._workers():
-            # with the folder of its nvidia-smi socket: the plugin mounts it into GPU containers (smisocket)
+            # with the folder of its nvidia-smi socket: the plugin mounts it into GPU containers (smisocket); and
+            # of its log socket: containerd binds it into every container (logsocket)
             smisocket.socket_dir(be.devices_dir(), w.fleet_node).mkdir(parents=True, exist_ok=True)
+            (be.devices_dir() / w.fleet_node / logsocket.DIR_NAME).mkdir(parents=True, exist_ok=True)
         self.found.node_plugin = kindconfig.NodePlugin(binary, units / "gpulab-device-plugin.service",
-                                                       units / "20-gpulab-device-plugin.conf", be.devices_dir())
+                                                       units / "20-gpulab-device-plugin.conf", be.devices_dir(),
+                                                       units / "gpulab-base-spec.service",
+                                                       units / "20-gpulab-base-spec.conf")
 
 
 class _Config(_KindStep):

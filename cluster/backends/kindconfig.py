@@ -22,6 +22,7 @@ from ruamel.yaml import YAML
 from cluster import errors, fleet as fleet_mod, versions
 from cluster.sim import nodes
 from cluster.sim.gpu import devicefile
+from cluster.sim.kubelet import logsocket
 
 API_VERSION = "kind.x-k8s.io/v1alpha4"
 MAX_WORKERS = 8
@@ -48,6 +49,10 @@ class Worker:
 PLUGIN_BINARY = "/usr/local/bin/gpulab-device-plugin"
 PLUGIN_UNIT = "/etc/systemd/system/gpulab-device-plugin.service"
 KUBELET_DROP_IN = "/etc/systemd/system/kubelet.service.d/20-gpulab-device-plugin.conf"
+# The step that gives every container of a worker the GPU stack's log socket folder, before containerd starts.
+BASE_SPEC_UNIT = "/etc/systemd/system/gpulab-base-spec.service"
+CONTAINERD_DROP_IN = "/etc/systemd/system/containerd.service.d/20-gpulab-base-spec.conf"
+CRI_BASE_SPEC = "/etc/containerd/cri-base.json"  # containerd's CRI base_runtime_spec in kind's config.toml
 
 
 @dataclass(frozen=True)
@@ -58,12 +63,16 @@ class NodePlugin:
     unit: Path  # systemd unit running it (``unit_text``)
     drop_in: Path  # kubelet drop-in that starts it with the kubelet (``drop_in_text``)
     devices_root: Path  # <root>/<fleet node>/devices.json, written by the GPU stack (cluster.sim.gpu.devicefile)
+    base_spec_unit: Path  # oneshot unit adding the log socket folder to containerd's base spec (base_spec_unit_text)
+    containerd_drop_in: Path  # containerd drop-in that runs it first (``containerd_drop_in_text``)
 
     def mounts(self, fleet_node: str) -> list[dict[str, Any]]:
         return [
             {"hostPath": str(self.binary), "containerPath": PLUGIN_BINARY, "readOnly": True},
             {"hostPath": str(self.unit), "containerPath": PLUGIN_UNIT, "readOnly": True},
             {"hostPath": str(self.drop_in), "containerPath": KUBELET_DROP_IN, "readOnly": True},
+            {"hostPath": str(self.base_spec_unit), "containerPath": BASE_SPEC_UNIT, "readOnly": True},
+            {"hostPath": str(self.containerd_drop_in), "containerPath": CONTAINERD_DROP_IN, "readOnly": True},
             {"hostPath": str(self.devices_root / fleet_node), "containerPath": devicefile.NODE_DIR, "readOnly": True},
         ]
 
@@ -79,6 +88,23 @@ def unit_text() -> str:
 def drop_in_text() -> str:
     """A kubelet drop-in: whenever the kubelet starts, so does the node plugin (kind enables only its own units)."""
     return "[Unit]\nWants=gpulab-device-plugin.service\n"
+
+
+def base_spec_unit_text() -> str:
+    """A oneshot run of the node plugin's binary before containerd starts: it adds a read-only bind of the node's
+    log socket folder (``logsocket.DIR_NAME`` under the devices folder) at ``logsocket.CONTAINER_DIR`` to the base
+    runtime spec containerd's CRI plugin builds every container from, so each container's stand-in program can ask
+    the GPU stack for its log lines. Done at every boot (the node's root file system keeps it; the step adds it once)."""
+    source = f"{devicefile.NODE_DIR}/{logsocket.DIR_NAME}"
+    return ("[Unit]\nDescription=gpulab: the GPU stack's log socket folder in every container (containerd base spec)\n"
+            "Before=containerd.service\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\n"
+            f"ExecStart={PLUGIN_BINARY} --base-spec={CRI_BASE_SPEC} "
+            f"--base-spec-mount={source}:{logsocket.CONTAINER_DIR}\n")
+
+
+def containerd_drop_in_text() -> str:
+    """A containerd drop-in: the base spec step runs (and ends) before containerd reads the spec."""
+    return "[Unit]\nWants=gpulab-base-spec.service\nAfter=gpulab-base-spec.service\n"
 
 
 def worker_names(cluster_name: str, count: int) -> list[str]:

@@ -104,15 +104,19 @@ class FleetStep:
         saved.write_text(fleet_mod.dump(ctx.fleet))
 
 
-def gpu_stack_spec(kubeconfig: Path, device_checkpoint: Path | None, device_dir: Path | None = None) -> ProcessSpec:
+def gpu_stack_spec(kubeconfig: Path, device_checkpoint: Path | None, device_dir: Path | None = None,
+                   pod_logs: Path | None = None) -> ProcessSpec:
     """The simulated NVIDIA stack (operator, device plugin, GFD, MIG manager, DRA driver, DCGM exporter) as one
     process acting through the API server (``cluster.sim.gpu.stack``). With ``device_dir`` (kind) it hands each
-    node's devices to the node plugin there instead of writing the node's GPU capacity itself."""
+    node's devices to the node plugin there instead of writing the node's GPU capacity itself; with ``pod_logs``
+    too, it keeps its containers' log lines there and serves them to the nodes' containers."""
     argv = [sys.executable, "-m", "cluster.sim.gpu.stack", f"--kubeconfig={kubeconfig}"]
     if device_checkpoint is not None:
         argv.append(f"--device-checkpoint={device_checkpoint}")
     if device_dir is not None:
         argv.append(f"--device-dir={device_dir}")
+    if pod_logs is not None:
+        argv.append(f"--pod-logs={pod_logs}")
     return ProcessSpec(GPU_STACK, tuple(argv))
 
 
@@ -123,8 +127,8 @@ class GpuStackStep:
     title = "GPU stack"
 
     def __init__(self, supervisor: Supervisor, kubeconfig: Path, device_checkpoint: Path | None,
-                 device_dir: Path | None = None) -> None:
-        self.spec = gpu_stack_spec(kubeconfig, device_checkpoint, device_dir)
+                 device_dir: Path | None = None, pod_logs: Path | None = None) -> None:
+        self.spec = gpu_stack_spec(kubeconfig, device_checkpoint, device_dir, pod_logs)
         self.sup = supervisor
 
     def run(self, ctx: Context) -> None:

@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import operand_logs
 import pytest
 
 from cluster.kube.client import Client
@@ -148,10 +149,9 @@ def test_impossible_layout_fails_with_a_reason(mixed: Client, local_cluster: Any
         events = client.get("/api/v1/namespaces/default/events")["items"]
         assert not any(e["involvedObject"]["name"] == NODE and "MIG" in e.get("message", "") for e in events)
         assert ext(client, NODE) == {"nvidia.com/gpu": "4"}  # the old layout stays
-        apply_config(client, "all-9g.99gb", expect="failed")  # a name that is not in the file
+        apply_config(client, operand_logs.BAD_MIG_CONFIG, expect="failed")  # a name that is not in the file
         said = mig_manager_log(local_cluster, client, NODE)
-        assert 'level=fatal msg="Error selecting MIG config: selected mig-config not present: all-9g.99gb"' in said
-        assert 'level=error msg="Error: failed to validate MIG configuration: exit status 1"' in said
+        assert all(line in said for line in operand_logs.BAD_MIG_CONFIG_SAYS), said
     finally:
         client.patch(POLICY, [{"op": "replace", "path": "/spec/migManager/config", "value": {"default": "all-disabled"}}],
                      "application/json-patch+json")

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import operand_logs
 import pytest
 
 from cluster import binaries, pki as pki_mod
@@ -202,49 +203,7 @@ def test_the_device_plugins_log_starts_with_the_plugins_own_lines(local_cluster:
 
 def test_the_config_manager_logs_each_label_change_as_the_real_sidecar(local_cluster: LocalCluster,
                                                                       gpu_operator: Client) -> None:
-    """``DP cmd/config-manager/main.go`` v0.19.1: the label it saw, the config it chose, the signal to the plugin;
-    a label naming no config is the error it exits with (klog's ``E`` line from main.go:209)."""
-    policy = "/apis/nvidia.com/v1/clusterpolicies/cluster-policy"
-    gpu_operator.create("/api/v1/namespaces/gpu-operator/configmaps", {
-        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm-logs"},
-        "data": {"whole": "version: v1\n", "x2": "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
-                                                  "    - {name: nvidia.com/gpu, replicas: 2}\n"}})
-    node = "l40s-0"
-    try:
-        gpu_operator.patch(policy, {"spec": {"devicePlugin": {"config": {"name": "cm-logs", "default": "whole"}}}})
-
-        def plugin_pod() -> str | None:
-            pods = gpu_operator.get("/api/v1/namespaces/gpu-operator/pods",
-                                    fieldSelector=f"spec.nodeName={node}")["items"]
-            return next((p["metadata"]["name"] for p in pods
-                         if p["metadata"]["name"].startswith("nvidia-device-plugin-daemonset")
-                         and not p["metadata"].get("deletionTimestamp")
-                         and all("running" in s["state"] for s in p.get("status", {}).get("containerStatuses") or [{}])
-                         ), None)
-        name = wait_for(plugin_pod, 60, what=f"the device plugin's pod on {node} running")
-        gpu_operator.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {"nvidia.com/device-plugin.config": "x2"}}})
-        wait_for(lambda: gpu_operator.get(f"/api/v1/nodes/{node}")["status"]["allocatable"].get("nvidia.com/gpu")
-                 == "4", 60, what=f"{node} advertising 4 time-sliced GPUs")
-        gpu_operator.patch(f"/api/v1/nodes/{node}",
-                           {"metadata": {"labels": {"nvidia.com/device-plugin.config": "nope"}}})
-
-        def logged() -> list[str] | None:
-            out = local_cluster.kubectl("logs", "-n", "gpu-operator", name, "-c", "config-manager", check=False)
-            lines = out.stdout.splitlines()
-            return lines if any("specified config nope does not exist" in line for line in lines) else None
-        lines = wait_for(logged, 30, what="the config-manager's error line")
-        texts = [line.split("] ", 1)[1] for line in lines if "] " in line]
-        label = "nvidia.com/device-plugin.config"
-        turn = [f"Label change detected: {label}=x2", "Updating to config: x2", "Successfully updated to config: x2",
-                "Sending signal 'hangup' to 'nvidia-device-plugin'", "Successfully sent signal",
-                f"Waiting for change to '{label}' label"]
-        at = texts.index(turn[0])
-        assert texts[at:at + len(turn)] == turn, texts
-        assert texts[-2:] == [f"Label change detected: {label}=nope", "specified config nope does not exist"], texts
-        error = lines[-1]
-        assert error.startswith("E") and " main.go:209] " in error, error
-        assert all(line[0] in "IE" and " main.go:" in line for line in lines), lines
-    finally:
-        gpu_operator.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {"nvidia.com/device-plugin.config": None}}})
-        gpu_operator.patch(policy, {"spec": {"devicePlugin": {"config": None}}})
-        gpu_operator.delete("/api/v1/namespaces/gpu-operator/configmaps/cm-logs")
+    """``DP cmd/config-manager/main.go`` v0.19.1 (``operand_logs``, shared with the kind tier)."""
+    def logs(pod: str, container: str) -> str:
+        return str(local_cluster.kubectl("logs", "-n", "gpu-operator", pod, "-c", container, check=False).stdout)
+    operand_logs.assert_config_manager_said(operand_logs.config_manager_turn(gpu_operator, "l40s-0", logs))

@@ -112,7 +112,7 @@ def test_metadata_patch_keeps_existing_taints_and_adds_missing_ones_once() -> No
 
 def test_every_worker_mounts_the_node_plugin_and_its_own_devices_folder(tmp_path: Path) -> None:
     plugin = kindconfig.NodePlugin(tmp_path / "kindplugin-abc", tmp_path / "unit", tmp_path / "drop-in",
-                                   tmp_path / "devices")
+                                   tmp_path / "devices", tmp_path / "base-spec", tmp_path / "containerd-drop-in")
     cfg = kindconfig.config(fleet.load("starter"), "gpulab", plugin)
     assert "extraMounts" not in cfg["nodes"][0]  # the control plane runs no GPU pods
     for node, worker in zip(cfg["nodes"][1:], kindconfig.plan(fleet.load("starter"), "gpulab")):
@@ -120,8 +120,15 @@ def test_every_worker_mounts_the_node_plugin_and_its_own_devices_folder(tmp_path
         assert mounts == {kindconfig.PLUGIN_BINARY: str(tmp_path / "kindplugin-abc"),
                           kindconfig.PLUGIN_UNIT: str(tmp_path / "unit"),
                           kindconfig.KUBELET_DROP_IN: str(tmp_path / "drop-in"),
+                          kindconfig.BASE_SPEC_UNIT: str(tmp_path / "base-spec"),
+                          kindconfig.CONTAINERD_DROP_IN: str(tmp_path / "containerd-drop-in"),
                           "/etc/gpulab/devices": str(tmp_path / "devices" / worker.fleet_node)}
         assert all(m["readOnly"] for m in node["extraMounts"])
     assert "extraMounts" not in kindconfig.config(fleet.load("starter"), "gpulab")["nodes"][1]
     assert f"ExecStart={kindconfig.PLUGIN_BINARY} --devices=/etc/gpulab/devices/devices.json" in kindconfig.unit_text()
     assert "Wants=gpulab-device-plugin.service" in kindconfig.drop_in_text()
+    base = kindconfig.base_spec_unit_text()
+    assert "Before=containerd.service" in base and "Type=oneshot" in base
+    assert (f"--base-spec=/etc/containerd/cri-base.json --base-spec-mount=/etc/gpulab/devices/pod-logs:"
+            "/run/gpulab/logs") in base
+    assert "After=gpulab-base-spec.service" in kindconfig.containerd_drop_in_text()

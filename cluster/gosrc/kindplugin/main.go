@@ -21,6 +21,9 @@
 // nvidia-smi client when it is run under that name (nvidiasmi.go), plus the folder of the node's nvidia-smi socket,
 // through which the simulated GPU stack on the host answers for the devices in the container's
 // NVIDIA_VISIBLE_DEVICES.
+//
+// Run with --base-spec-mount before containerd starts, it instead adds the node's GPU-stack log socket folder to
+// the base runtime spec of every container (basespec.go) and exits.
 package main
 
 import (
@@ -233,7 +236,13 @@ func main() {
 		"this binary on the node, mounted into GPU containers as /usr/bin/nvidia-smi (empty: mount nothing)")
 	smiDir := flag.String("smi-dir", "/etc/gpulab/devices/nvidia-smi",
 		"the node's folder holding the GPU stack's nvidia-smi socket, mounted into GPU containers")
+	baseSpec := flag.String("base-spec", "/etc/containerd/cri-base.json", "containerd's CRI base runtime spec")
+	baseSpecMount := flag.String("base-spec-mount", "",
+		"SOURCE:DESTINATION: add a read-only bind to the base runtime spec and exit (basespec.go)")
 	flag.Parse()
+	if *baseSpecMount != "" {
+		os.Exit(baseSpecStep(*baseSpec, *baseSpecMount))
+	}
 	kubeletSocket := filepath.Join(*dir, "kubelet.sock")
 
 	servers := map[string]*resourceServer{}

@@ -38,7 +38,7 @@ class MigRunner:
         self.client = client
         self.world = world
         self.device_checkpoint = device_checkpoint  # the pod agent's record of which pod holds which device
-        self.logs = logs  # the kubelet's container logs (None where gpulab plays no kubelet, as on kind)
+        self.logs = logs  # the kubelet's container logs (on kind: the store the stand-in containers print from)
         self.tasks: dict[str, tuple[str, asyncio.Task[None]]] = {}
         self._last: dict[str, tuple[str, str, str, str]] = {}  # node -> the last outcome handled
 

@@ -51,7 +51,7 @@ class NodeReconciler:
         self.slices: dict[str, str] = {}  # node -> JSON of the devices last published
         self.slice_names: dict[str, str] = {}  # node -> the name the API server generated for its slice
         self.mig = migrunner.MigRunner(client, world, device_checkpoint, logs)
-        self.logs = logs  # the kubelet's container logs (None where gpulab plays no kubelet, as on kind)
+        self.logs = logs  # the kubelet's container logs (on kind: the store the stand-in containers print from)
         # node -> (operand -> (pod uid, label, default, ConfigMap)) the config-manager sidecars last acted on
         self._sidecars: dict[str, dict[str, tuple[str, str | None, str | None, str]]] = {}
         self._generation = int(time.time())

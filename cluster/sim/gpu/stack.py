@@ -4,12 +4,18 @@ It watches nodes, pods, the operator namespace's ConfigMaps and the ClusterPolic
 asyncio tasks: the operator (node labels, operand DaemonSets, policy status), the device plugin and GFD, the
 validator gate, the MIG manager, the DRA driver and the DCGM exporter. Until a ClusterPolicy exists it only
 watches. It must not schedule or bind pods: the real kube-scheduler does that.
+
+On kind (``--device-dir``) it also serves each node's sockets: nvidia-smi (``smisocket``) and, with ``--pod-logs``,
+the log lines its containers print (``logsocket``). There no pod agent plays the container runtime, so the stack
+starts each container instance's log itself when the kubelet reports the container (the start-up lines the pod
+agent writes on ``local``), and removes a pod's logs with the pod.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import time
 from pathlib import Path
@@ -19,8 +25,9 @@ from cluster import errors
 from cluster.kube import kubeconfig
 from cluster.kube.client import AsyncClient
 from cluster.sim import informer, runner
-from cluster.sim.gpu import dcgm_exporter, devicefile, events, names, operands, operatorctl, reconcile, world as world_mod
-from cluster.sim.kubelet import logstore, smisocket
+from cluster.sim.gpu import (dcgm_exporter, devicefile, events, names, operands, operatorctl, reconcile, startlogs,
+                             world as world_mod)
+from cluster.sim.kubelet import logsocket, logstore, smisocket
 
 log = logging.getLogger("gpulab.gpu-stack")
 POLICY_POLL = 1.0
@@ -44,6 +51,12 @@ class Stack:
         self._endpoint_published = False
         # On kind (a devices dir): each node's nvidia-smi socket, for the client the node plugin mounts into pods.
         self.smi = smisocket.SmiSockets(device_dir, self.world.nodes) if device_dir is not None else None
+        # On kind with a log store: each node's log socket, for the stand-in containers to print the stack's lines.
+        self.logs = logs
+        self.log_sockets = logsocket.LogSockets(device_dir, logs, self.world.pods_on) \
+            if device_dir is not None and logs is not None else None
+        if self.log_sockets is not None and logs is not None:
+            logs.on_write = self.log_sockets.wrote
         # Set once the ClusterPolicy (or its absence) is known. Nodes are reconciled only after that: a stack started
         # again after a crash would otherwise take "no policy read yet" for "operator uninstalled" and strip every
         # GPU node's resources and labels until the policy arrived.
@@ -57,13 +70,16 @@ class Stack:
             self.world.nodes.pop(name, None)
         else:
             self.world.nodes[name] = node
-        if self.smi is not None:
-            await (self.smi.close(name) if event == "DELETED" else self.smi.ensure(name))
+        for sockets in (self.smi, self.log_sockets):
+            if sockets is not None:
+                await (sockets.close(name) if event == "DELETED" else sockets.ensure(name))
         if self.world.policy is not None or event == "DELETED" or _has_gpu_state(node):
             self.nodes.queue.add(name)
 
     async def on_pod(self, event: str, pod: dict[str, Any]) -> None:
         self.world.put_pod(event, pod)
+        if self.log_sockets is not None and self.logs is not None:
+            start_container_logs(self.logs, event, pod)
         if event == "DELETED" or pod["metadata"].get("namespace") != names.NAMESPACE:
             return
         operand = operands.operand_of(pod)
@@ -181,6 +197,8 @@ class Stack:
         await self.node_informer.synced.wait()
         await self.pod_informer.synced.wait()
         await self.cm_informer.synced.wait()
+        if self.log_sockets is not None and self.logs is not None:  # pods deleted while the stack was down
+            self.logs.prune(str(p["metadata"].get("uid", "")) for p in self.world.pods.values())
         try:
             await self.nodes.adopt_slices()
         except errors.CourseError as exc:
@@ -189,6 +207,34 @@ class Stack:
         await self.policy_known.wait()  # nodes queued meanwhile wait in the queue
         tasks += [asyncio.ensure_future(t) for t in (self.nodes.queue.run(), self.status_loop(), self.exporter.run())]
         await asyncio.gather(*tasks)
+
+
+def start_container_logs(store: logstore.LogStore, event: str, pod: dict[str, Any]) -> None:
+    """What the container runtime does on kind for the stack's log store: a container instance the kubelet reports
+    (a container ID with its restart count) gets its log, which starts with its program's own start-up lines (the
+    pod agent writes them on ``local``); a deleted pod's logs go."""
+    meta = pod["metadata"]
+    if event == "DELETED":
+        with contextlib.suppress(ValueError):
+            store.remove_pod(meta["namespace"], meta["name"], str(meta.get("uid", "")))
+        return
+    spec = pod.get("spec") or {}
+    containers = {c["name"]: c for c in list(spec.get("initContainers") or []) + list(spec.get("containers") or [])}
+    status = pod.get("status") or {}
+    for cs in list(status.get("initContainerStatuses") or []) + list(status.get("containerStatuses") or []):
+        container = containers.get(cs.get("name", ""))
+        if not cs.get("containerID") or container is None:
+            continue
+        ref = logstore.ContainerRef(meta["namespace"], meta["name"], str(meta.get("uid", "")), container["name"],
+                                    int(cs.get("restartCount", 0)))
+        try:
+            if store.path(ref).exists():
+                continue
+            store.start(ref)
+            for stream, text in startlogs.lines(pod, container):
+                store.write(ref, text, stream=stream)
+        except (OSError, ValueError) as exc:
+            log.warning("could not start the %s log of %s: %s", ref.container, ref.pod, exc)
 
 
 def _has_gpu_state(node: dict[str, Any]) -> bool:
@@ -202,7 +248,8 @@ async def _main(args: argparse.Namespace) -> None:
     client = AsyncClient(kubeconfig.load(Path(args.kubeconfig)), max_connections=48)
     await runner.retry_until_api(client)
     await Stack(client, Path(args.device_checkpoint) if args.device_checkpoint else None,
-                Path(args.device_dir) if args.device_dir else None).run()
+                Path(args.device_dir) if args.device_dir else None,
+                logstore.LogStore(Path(args.pod_logs)) if args.pod_logs else None).run()
 
 
 def main() -> None:
@@ -214,6 +261,10 @@ def main() -> None:
     parser.add_argument("--device-dir", default="",
                         help="write each node's devices to <dir>/<node>/devices.json for the node plugin on kind "
                         "(cluster/gosrc/kindplugin) instead of patching the node's capacity and allocatable")
+    parser.add_argument("--pod-logs", default="",
+                        help="keep the log lines the stack's containers print in this folder (the kubelet's "
+                        "/var/log/pods layout); with --device-dir, serve them to each node's containers over "
+                        "<device dir>/<node>/pod-logs/logs.sock")
     runner.run(_main(parser.parse_args()))
 
 

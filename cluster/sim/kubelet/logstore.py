@@ -23,7 +23,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,9 +91,11 @@ def cri_line(ns: int, stream: str, text: str, partial: bool = False) -> bytes:
 
 
 class LogStore:
-    def __init__(self, root: Path, max_bytes: int = MAX_FILE_BYTES) -> None:
+    def __init__(self, root: Path, max_bytes: int = MAX_FILE_BYTES,
+                 on_write: Callable[[ContainerRef], None] | None = None) -> None:
         self.root = root
         self.max_bytes = max_bytes
+        self.on_write = on_write  # told of each write in this process (kind's log sockets follow without polling)
 
     def _pod_dir(self, namespace: str, pod: str, uid: str) -> Path:
         for part in (namespace, pod, uid):
@@ -138,6 +140,8 @@ class LogStore:
             os.write(fd, data[-self.max_bytes:] if len(data) > self.max_bytes else data)
         finally:
             os.close(fd)
+        if self.on_write is not None:
+            self.on_write(ref)
 
     def read(self, ref: ContainerRef) -> bytes:
         """The instance's current log file (empty when it never wrote a line)."""

@@ -8,30 +8,26 @@ JSON line ``{"args": [...], "visible": "GPU-…" | null}``; the answer is one JS
 "exit_code"}``, computed by the same code as ``kubectl exec … nvidia-smi`` on ``local`` (``gpuview``,
 ``programs.nvidia_smi``) from the node object as the stack last saw it. The socket is
 ``<devices dir>/<node>/nvidia-smi/smi.sock`` on the host, a folder kind mounts into the node
-(``cluster.sim.gpu.devicefile.NODE_DIR``): a unix socket, so nothing leaves the machine.
+(``cluster.sim.gpu.devicefile.NODE_DIR``): a unix socket, so nothing leaves the machine (``nodesockets``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-import os
-import socket
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from cluster.sim.kubelet import gpuview, programs
+from cluster.sim.kubelet import gpuview, nodesockets, programs
 
 log = logging.getLogger("gpulab.nvidia-smi")
 
 DIR_NAME = "nvidia-smi"  # <devices dir>/<node>/nvidia-smi: the folder the node plugin mounts into GPU containers
 SOCKET_NAME = "smi.sock"
 MAX_REQUEST = 64 * 1024
-_SUN_PATH_MAX = 107  # bytes of a unix socket's path (Linux sockaddr_un, less the NUL)
 
 
 def socket_dir(root: Path, node: str) -> Path:
@@ -50,66 +46,13 @@ def answer(node: Mapping[str, Any] | None, request: Mapping[str, Any], now: date
             "exit_code": done.exit_code}
 
 
-def _bind(path: Path) -> socket.socket:
-    """A listening unix socket at ``path``, open to every user (a container may run as any uid); a path longer
-    than a socket address can hold is bound through ``/proc/self/fd`` of its folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        if len(os.fsencode(str(path))) <= _SUN_PATH_MAX:
-            sock.bind(str(path))
-        else:
-            fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                sock.bind(f"/proc/self/fd/{fd}/{path.name}")
-            finally:
-                os.close(fd)
-        os.chmod(path, 0o666)
-        sock.listen(64)
-        sock.setblocking(False)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
-class SmiSockets:
+class SmiSockets(nodesockets.NodeSockets):
     """One nvidia-smi socket per node under ``root``, answering from ``nodes`` (name -> Node, kept current by the
     stack's informer)."""
 
     def __init__(self, root: Path, nodes: Mapping[str, dict[str, Any]]) -> None:
-        self.root = root
+        super().__init__(root, DIR_NAME, SOCKET_NAME, self._serve, "nvidia-smi", limit=MAX_REQUEST)
         self.nodes = nodes
-        self._servers: dict[str, asyncio.AbstractServer] = {}
-
-    def path(self, node: str) -> Path:
-        return socket_dir(self.root, node) / SOCKET_NAME
-
-    async def ensure(self, node: str) -> None:
-        """Serve ``node``'s socket, unless it is served already (and its file is still there)."""
-        if node in self._servers and self.path(node).exists():
-            return
-        await self.close(node)
-        try:
-            sock = _bind(self.path(node))
-        except OSError as exc:
-            log.error("nvidia-smi socket of %s not started: %s", node, exc)
-            return
-        self._servers[node] = await asyncio.start_unix_server(lambda r, w: self._serve(node, r, w), sock=sock,
-                                                              limit=MAX_REQUEST)
-
-    async def close(self, node: str | None = None) -> None:
-        """Stop ``node``'s socket (every one when None)."""
-        for name in [node] if node is not None else list(self._servers):
-            server = self._servers.pop(name, None)
-            if server is None:
-                continue
-            server.close()
-            await server.wait_closed()
-            with contextlib.suppress(FileNotFoundError):
-                self.path(name).unlink()
 
     async def _serve(self, node: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -124,7 +67,3 @@ class SmiSockets:
             await writer.drain()
         except (OSError, ValueError, asyncio.TimeoutError, asyncio.IncompleteReadError) as exc:
             log.debug("nvidia-smi request on %s: %s", node, exc)
-        finally:
-            writer.close()
-            with contextlib.suppress(OSError):
-                await writer.wait_closed()

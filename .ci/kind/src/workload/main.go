@@ -2,6 +2,8 @@
 // in the offline kind node image, where they cannot be pulled and no GPU exists. Installed as sleep, sh and bash,
 // it does what the labs' containers ask: `sleep N|infinity`, or `sh|bash -c SCRIPT`, where a script that loops or
 // sleeps runs until the pod is stopped and any other script exits 0. With no command it sleeps until stopped.
+// Meanwhile, on a kind worker, it prints the lines the simulated GPU stack keeps for this container (logstream.go),
+// so `kubectl logs` shows what NVIDIA's program would have printed.
 package main
 
 import (
@@ -22,6 +24,7 @@ func forever() {
 }
 
 func main() {
+	go newLogFollower(logSocketFolder(), os.Stdout, os.Stderr).run()
 	name := filepath.Base(os.Args[0])
 	args := os.Args[1:]
 	switch name {
