@@ -32,6 +32,7 @@ log = logging.getLogger("gpulab.pod-agent")
 RUN_SECONDS = "gpulab.dev/run-seconds"
 EXIT_CODE = "gpulab.dev/exit-code"
 JOB_DEFAULT_SECONDS = 5.0
+TERMINATION_LOG_LINES, TERMINATION_LOG_BYTES = 80, 2048  # the kubelet's fallback-to-logs tail
 # What a container's program prints when it starts: (stream, line) pairs for a pod's container.
 StartLines = Callable[[Mapping[str, Any], Mapping[str, Any]], Sequence[tuple[str, str]]]
 
@@ -65,6 +66,18 @@ def container_status(c: Mapping[str, Any], pod_uid: str, state: dict[str, Any], 
     if last:
         out["lastState"] = last
     return out
+
+
+def termination_message(container: Mapping[str, Any], log_data: bytes) -> str:
+    """What a kubelet reports as the termination message of a container that exited with an error and wrote no
+    termination-log file: the tail of its log ``log_data`` (CRI lines) when its spec says
+    ``terminationMessagePolicy: FallbackToLogsOnError``, at most 80 lines and 2,048 bytes
+    (``pkg/kubelet/kuberuntime/kuberuntime_container.go``, ``kubecontainer.MaxContainerTerminationMessageLog*``);
+    nothing under the default policy ``File``."""
+    if container.get("terminationMessagePolicy") != "FallbackToLogsOnError":
+        return ""
+    lines = [line.split(b" ", 3)[-1] for line in log_data.splitlines()[-TERMINATION_LOG_LINES:]]
+    return b"\n".join(lines).decode(errors="replace")[-TERMINATION_LOG_BYTES:]
 
 
 def _conditions(ts: str, ready: bool) -> list[dict[str, Any]]:

@@ -20,8 +20,9 @@ from typing import Any
 from cluster import errors
 from cluster.gpu import config_manager
 from cluster.kube.client import APPLY_PATCH, AsyncClient
-from cluster.sim.gpu import (cmlogs, devicefile, dra, events, hoststate, migmanager, migrunner, names, nodeplan,
-                             operands, plugin, policy as policy_mod, startlogs, world as world_mod)
+from cluster.sim.gpu import (cmlogs, devicefile, dra, events, faillogs, hoststate, manifests, migmanager, migrunner,
+                             names, nodeplan, operandlogs, operands, plugin, policy as policy_mod, startlogs,
+                             world as world_mod)
 from cluster.sim.gpu.workqueue import WorkQueue
 from cluster.sim.kubelet import logstore
 
@@ -52,6 +53,7 @@ class NodeReconciler:
         self.slice_names: dict[str, str] = {}  # node -> the name the API server generated for its slice
         self.mig = migrunner.MigRunner(client, world, device_checkpoint, logs)
         self.logs = logs  # the kubelet's container logs (None where gpulab plays no kubelet, as on kind)
+        self.failures = operandlogs.OperandLogs(logs)  # what each failing operand instance has logged
         # node -> (operand -> (pod uid, label, default, ConfigMap)) the config-manager sidecars last acted on
         self._sidecars: dict[str, dict[str, tuple[str, str | None, str | None, str]]] = {}
         self._generation = int(time.time())
@@ -203,27 +205,79 @@ class NodeReconciler:
             if operand is None or pod["metadata"].get("deletionTimestamp"):
                 continue
             await self.sync_operand_pod(pod, node, states.get(operand, operands.OperandState()))
+        await self._sync_cuda_workload(name, node, states.get("operator-validator", operands.OperandState()))
+        self.failures.forget(str(p["metadata"].get("uid", "")) for p in self.world.pods.values())
 
     async def sync_operand_pod(self, pod: dict[str, Any], node: dict[str, Any] | None,
                                st: operands.OperandState) -> None:
         status = pod.get("status", {})
         if st.phase == operands.OK and (status.get("phase", "Pending") == "Pending" and not status.get("containerStatuses")):
             return  # a fresh pod: the pod agent starts it
-        if operands.matches(pod, st):
+        crash = st.phase in (operands.CRASH, operands.INIT_CRASH)
+        if operands.matches(pod, st) and not (crash and self.failures.changed(pod, st)):
             return
+        termination = ""
+        if crash:
+            # The instance that fails logs why, once; the lines of a CUDA validation name the pod it created.
+            lines = None
+            if st.message == operands.CUDA and self.logs is not None and not self.failures.is_written(pod, st):
+                lines = faillogs.cuda_validation(await self._new_cuda_workload(pod["spec"].get("nodeName", "")))
+            termination = self.failures.write(pod, st, lines)
         m = pod["metadata"]
         try:
             await self.client.patch(f"/api/v1/namespaces/{m['namespace']}/pods/{m['name']}/status",
-                                    {"status": operands.pod_status(pod, node, st)})
+                                    {"status": operands.pod_status(pod, node, st, termination)})
         except errors.NotFound:
             return
         host = pod["spec"].get("nodeName", "")
-        if st.phase in (operands.CRASH, operands.INIT_CRASH):
+        if crash:
             await self.kubelet.record(pod, "Warning", "BackOff",
-                                       f"Back-off restarting failed container {st.container} in pod "
-                                       f"{m['name']}_{m['namespace']}({m['uid']})", host=host)
+                                       f"Back-off restarting failed container {operands.failing_container(pod, st)} "
+                                       f"in pod {m['name']}_{m['namespace']}({m['uid']})", host=host)
         elif st.phase == operands.CREATING:
             await self.kubelet.record(pod, "Warning", "FailedMount", st.message, host=host)
+
+    # --- the CUDA validation's workload pod --------------------------------------------------------------------
+
+    def _cuda_workloads(self, name: str) -> list[dict[str, Any]]:
+        return [p for p in self.world.operator_pods_on(name) if not p["metadata"].get("deletionTimestamp")
+                and (p["metadata"].get("labels") or {}).get("app") == faillogs.CUDA_WORKLOAD_APP]
+
+    async def _new_cuda_workload(self, name: str) -> str:
+        """What the validator's ``cuda-validation`` step does on each run (``OP cmd/nvidia-validator/main.go``
+        ``runWorkload``): delete the node's previous workload pod, create a new one; its generated name."""
+        await self._delete_cuda_workloads(name)
+        try:
+            created = await self.client.create(f"/api/v1/namespaces/{names.NAMESPACE}/pods",
+                                               manifests.cuda_workload_pod(name))
+        except errors.ApiError as exc:  # the validator's own "failed to create cuda validation pod" case
+            log.warning("could not create the CUDA validation pod on %s: %s", name, exc)
+            return faillogs.CUDA_WORKLOAD_PREFIX
+        return str(created["metadata"]["name"])
+
+    async def _delete_cuda_workloads(self, name: str) -> None:
+        for p in self._cuda_workloads(name):
+            try:
+                await self.client.delete(f"/api/v1/namespaces/{names.NAMESPACE}/pods/{p['metadata']['name']}",
+                                         gracePeriodSeconds=0)
+            except errors.NotFound:
+                pass
+
+    async def _sync_cuda_workload(self, name: str, node: dict[str, Any] | None,
+                                  validator: operands.OperandState) -> None:
+        """The workload pod fails with vectorAdd's error while the CUDA validation fails. Once it passes, gpulab
+        removes the pod (upstream a new one runs to ``Completed`` and stays; gpulab does not show that one)."""
+        if self.logs is None:
+            return  # where a real kubelet runs the operands (kind), gpulab creates no workload pod
+        if validator.message != operands.CUDA:
+            if self._cuda_workloads(name):
+                await self._delete_cuda_workloads(name)
+            return
+        st = operands.OperandState(operands.INIT_CRASH, faillogs.CUDA_WORKLOAD_CONTAINER, "vectorAdd",
+                                   faillogs.vector_add())
+        for pod in self._cuda_workloads(name):
+            if (pod.get("status") or {}).get("containerStatuses"):  # once the kubelet started it, vectorAdd fails
+                await self.sync_operand_pod(pod, node, st)
 
     # --- DRA ----------------------------------------------------------------------------------------------------
 
