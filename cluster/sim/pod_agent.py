@@ -269,13 +269,34 @@ class PodAgent:
             await self.recorder.record(pod, "Warning", decision.reason, decision.message, host=host)
             return
         if decision is not None and decision.annotations:
-            await self.client.patch(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
-                                    {"metadata": {"annotations": dict(decision.annotations)}})
-        status = {k: v for k, v in running_status(pod, node).items() if v is not None}
-        updated = await self.client.patch(self._status_path(pod), {"status": status})
+            pod = await self.client.patch(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
+                                          {"metadata": {"annotations": dict(decision.annotations)}})
+        updated = await self._start(pod, node)
+        if updated is None:
+            return
         self._write_start_lines(updated, 0, init=True)
         await self._record_started(pod, host)
         self._maybe_schedule_finish(key, updated)
+
+    async def _start(self, pod: dict[str, Any], node: dict[str, Any]) -> dict[str, Any] | None:
+        """The running status, written only over the status the pod had when the agent looked (``resourceVersion``
+        as a precondition): a component that gave the pod a status since (a container that failed at once) keeps
+        it, as the kubelet that runs it would report. None when the pod is gone or already has a status."""
+        for _ in range(3):
+            status = {k: v for k, v in running_status(pod, node).items() if v is not None}
+            body: dict[str, Any] = {"status": status}
+            if pod["metadata"].get("resourceVersion"):
+                body["metadata"] = {"resourceVersion": pod["metadata"]["resourceVersion"]}
+            try:
+                return await self.client.patch(self._status_path(pod), body)
+            except errors.Conflict:
+                try:
+                    pod = await self.client.get(self._status_path(pod).removesuffix("/status"))
+                except errors.NotFound:
+                    return None
+                if pod.get("status", {}).get("containerStatuses") or pod["metadata"].get("deletionTimestamp"):
+                    return None
+        return None
 
     async def _record_started(self, pod: dict[str, Any], host: str) -> None:
         for c in pod["spec"].get("containers", []):

@@ -253,7 +253,18 @@ class NodeReconciler:
         except errors.ApiError as exc:  # the validator's own "failed to create cuda validation pod" case
             log.warning("could not create the CUDA validation pod on %s: %s", name, exc)
             return faillogs.CUDA_WORKLOAD_PREFIX
+        # vectorAdd fails as soon as the kubelet starts it: its init container never completes, so its status is
+        # written before the pod agent's (which yields to a status written since it looked).
+        await self._fail_cuda_workload(created, self.world.nodes.get(name))
         return str(created["metadata"]["name"])
+
+    async def _fail_cuda_workload(self, pod: dict[str, Any], node: dict[str, Any] | None) -> None:
+        st = operands.OperandState(operands.INIT_CRASH, faillogs.CUDA_WORKLOAD_CONTAINER, "vectorAdd",
+                                   faillogs.vector_add())
+        try:
+            await self.sync_operand_pod(pod, node, st)
+        except errors.ApiError as exc:  # the pod agent started it first: an init container cannot run again
+            log.warning("the CUDA validation pod %s could not be failed: %s", pod["metadata"]["name"], exc)
 
     async def _delete_cuda_workloads(self, name: str) -> None:
         for p in self._cuda_workloads(name):
@@ -273,11 +284,8 @@ class NodeReconciler:
             if self._cuda_workloads(name):
                 await self._delete_cuda_workloads(name)
             return
-        st = operands.OperandState(operands.INIT_CRASH, faillogs.CUDA_WORKLOAD_CONTAINER, "vectorAdd",
-                                   faillogs.vector_add())
         for pod in self._cuda_workloads(name):
-            if (pod.get("status") or {}).get("containerStatuses"):  # once the kubelet started it, vectorAdd fails
-                await self.sync_operand_pod(pod, node, st)
+            await self._fail_cuda_workload(pod, node)
 
     # --- DRA ----------------------------------------------------------------------------------------------------
 
