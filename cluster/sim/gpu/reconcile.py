@@ -6,7 +6,10 @@ The validator gate lives here: once a node's driver and toolkit validations pass
 only then does the node get allocatable GPUs. The CUDA and plugin validations gate nothing
 (``OP assets/state-device-plugin/0500_daemonset.yaml``): their failure shows on the validator pod and the
 ClusterPolicy only. The config-manager sidecars' turns (a label change, the config chosen, the signal to the
-plugin) go to their container logs as the real sidecar prints them (``cmlogs``).
+plugin) go to their container logs as the real sidecar prints them (``cmlogs``), and a failing operand's
+failure to the log of the instance that failed, once (``faillogs``, ``operandlogs``). A failing CUDA validation
+creates its workload pod ``nvidia-cuda-validator-<suffix>`` on the node, as the validator does, which fails with
+vectorAdd's error; gpulab removes it once the validation passes.
 """
 
 from __future__ import annotations
