@@ -14,6 +14,7 @@ vectorAdd's error; gpulab removes it once the validation passes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -57,6 +58,7 @@ class NodeReconciler:
         self.mig = migrunner.MigRunner(client, world, device_checkpoint, logs)
         self.logs = logs  # the kubelet's container logs (None where gpulab plays no kubelet, as on kind)
         self.failures = operandlogs.OperandLogs(logs)  # what each failing operand instance has logged
+        self._validator_runs = asyncio.Lock()
         # node -> (operand -> (pod uid, label, default, ConfigMap)) the config-manager sidecars last acted on
         self._sidecars: dict[str, dict[str, tuple[str, str | None, str | None, str]]] = {}
         self._generation = int(time.time())
@@ -222,10 +224,15 @@ class NodeReconciler:
         termination = ""
         if crash:
             # The instance that fails logs why, once; the lines of a CUDA validation name the pod it created.
-            lines = None
-            if st.message == operands.CUDA and self.logs is not None and not self.failures.is_written(pod, st):
-                lines = faillogs.cuda_validation(await self._new_cuda_workload(pod["spec"].get("nodeName", "")))
-            termination = self.failures.write(pod, st, lines)
+            if st.message == operands.CUDA and self.logs is not None:
+                async with self._validator_runs:  # one run creates its workload pod, however many passes see it
+                    lines = None
+                    if not self.failures.is_written(pod, st):
+                        node_name = pod["spec"].get("nodeName", "")
+                        lines = faillogs.cuda_validation(await self._new_cuda_workload(node_name))
+                    termination = self.failures.write(pod, st, lines)
+            else:
+                termination = self.failures.write(pod, st)
         m = pod["metadata"]
         try:
             await self.client.patch(f"/api/v1/namespaces/{m['namespace']}/pods/{m['name']}/status",
@@ -250,32 +257,42 @@ class NodeReconciler:
         """What the validator's ``cuda-validation`` step does on each run (``OP cmd/nvidia-validator/main.go``
         ``runWorkload``): delete the node's previous workload pod, create a new one; its generated name."""
         await self._delete_cuda_workloads(name)
-        try:
-            created = await self.client.create(f"/api/v1/namespaces/{names.NAMESPACE}/pods",
-                                               manifests.cuda_workload_pod(name))
-        except errors.ApiError as exc:  # the validator's own "failed to create cuda validation pod" case
-            log.warning("could not create the CUDA validation pod on %s: %s", name, exc)
-            return faillogs.CUDA_WORKLOAD_PREFIX
-        # vectorAdd fails as soon as the kubelet starts it: its init container never completes, so its status is
-        # written before the pod agent's (which yields to a status written since it looked).
-        await self._fail_cuda_workload(created, self.world.nodes.get(name))
-        return str(created["metadata"]["name"])
+        pod_name = faillogs.CUDA_WORKLOAD_PREFIX
+        for _ in range(3):
+            try:
+                created = await self.client.create(f"/api/v1/namespaces/{names.NAMESPACE}/pods",
+                                                   manifests.cuda_workload_pod(name))
+            except errors.ApiError as exc:  # the validator's own "failed to create cuda validation pod" case
+                log.warning("could not create the CUDA validation pod on %s: %s", name, exc)
+                return pod_name
+            pod_name = str(created["metadata"]["name"])
+            # vectorAdd fails as soon as the kubelet starts it: its init container never completes, so its status
+            # is written before the pod agent's (which yields to a status written since it looked). Where the
+            # agent was quicker, the pod shows a completed init container, which cannot fail any more: another.
+            if await self._fail_cuda_workload(created, self.world.nodes.get(name)):
+                break
+            await self._delete(pod_name)
+        return pod_name
 
-    async def _fail_cuda_workload(self, pod: dict[str, Any], node: dict[str, Any] | None) -> None:
+    async def _fail_cuda_workload(self, pod: dict[str, Any], node: dict[str, Any] | None) -> bool:
         st = operands.OperandState(operands.INIT_CRASH, faillogs.CUDA_WORKLOAD_CONTAINER, "vectorAdd",
                                    faillogs.vector_add())
         try:
             await self.sync_operand_pod(pod, node, st)
         except errors.ApiError as exc:  # the pod agent started it first: an init container cannot run again
-            log.warning("the CUDA validation pod %s could not be failed: %s", pod["metadata"]["name"], exc)
+            log.info("the CUDA validation pod %s started before it could fail: %s", pod["metadata"]["name"], exc)
+            return False
+        return True
+
+    async def _delete(self, pod_name: str) -> None:
+        try:
+            await self.client.delete(f"/api/v1/namespaces/{names.NAMESPACE}/pods/{pod_name}", gracePeriodSeconds=0)
+        except errors.NotFound:
+            pass
 
     async def _delete_cuda_workloads(self, name: str) -> None:
         for p in self._cuda_workloads(name):
-            try:
-                await self.client.delete(f"/api/v1/namespaces/{names.NAMESPACE}/pods/{p['metadata']['name']}",
-                                         gracePeriodSeconds=0)
-            except errors.NotFound:
-                pass
+            await self._delete(str(p["metadata"]["name"]))
 
     async def _sync_cuda_workload(self, name: str, node: dict[str, Any] | None,
                                   validator: operands.OperandState) -> None:
