@@ -32,6 +32,7 @@ def now() -> str:
 
 DEFAULT_KUBELET_PORT = 10250  # a kubelet's; the local backend gives each cluster its own (several share a host)
 FIRST_NODE_IP = "127.1.0.1"
+KERNEL_VERSION = "6.8.0-gpulab"  # every simulated node's (nodeInfo.kernelVersion; the driver container loads for it)
 
 
 def node_ip(index: int) -> str:
@@ -127,7 +128,7 @@ def build_node(pool: fleet_mod.NodePool, name: str, index: int,
                 "machineID": machine,
                 "systemUUID": str(uuid.uuid5(uuid.NAMESPACE_DNS, name)),
                 "bootID": str(uuid.uuid5(uuid.NAMESPACE_URL, name)),
-                "kernelVersion": "6.8.0-gpulab",
+                "kernelVersion": KERNEL_VERSION,
                 "osImage": "gpulab simulated node (Ubuntu 24.04 LTS)",
                 "containerRuntimeVersion": "containerd://2.1.4",
                 "kubeletVersion": versions.KUBERNETES_VERSION,

@@ -32,6 +32,7 @@ log = logging.getLogger("gpulab.pod-agent")
 RUN_SECONDS = "gpulab.dev/run-seconds"
 EXIT_CODE = "gpulab.dev/exit-code"
 JOB_DEFAULT_SECONDS = 5.0
+TERMINATION_LOG_LINES, TERMINATION_LOG_BYTES = 80, 2048  # the kubelet's fallback-to-logs tail
 # What a container's program prints when it starts: (stream, line) pairs for a pod's container.
 StartLines = Callable[[Mapping[str, Any], Mapping[str, Any]], Sequence[tuple[str, str]]]
 
@@ -65,6 +66,18 @@ def container_status(c: Mapping[str, Any], pod_uid: str, state: dict[str, Any], 
     if last:
         out["lastState"] = last
     return out
+
+
+def termination_message(container: Mapping[str, Any], log_data: bytes) -> str:
+    """What a kubelet reports as the termination message of a container that exited with an error and wrote no
+    termination-log file: the tail of its log ``log_data`` (CRI lines) when its spec says
+    ``terminationMessagePolicy: FallbackToLogsOnError``, at most 80 lines and 2,048 bytes
+    (``pkg/kubelet/kuberuntime/kuberuntime_container.go``, ``kubecontainer.MaxContainerTerminationMessageLog*``);
+    nothing under the default policy ``File``."""
+    if container.get("terminationMessagePolicy") != "FallbackToLogsOnError":
+        return ""
+    lines = [line.split(b" ", 3)[-1] for line in log_data.splitlines()[-TERMINATION_LOG_LINES:]]
+    return b"\n".join(lines).decode(errors="replace")[-TERMINATION_LOG_BYTES:]
 
 
 def _conditions(ts: str, ready: bool) -> list[dict[str, Any]]:
@@ -256,13 +269,34 @@ class PodAgent:
             await self.recorder.record(pod, "Warning", decision.reason, decision.message, host=host)
             return
         if decision is not None and decision.annotations:
-            await self.client.patch(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
-                                    {"metadata": {"annotations": dict(decision.annotations)}})
-        status = {k: v for k, v in running_status(pod, node).items() if v is not None}
-        updated = await self.client.patch(self._status_path(pod), {"status": status})
+            pod = await self.client.patch(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
+                                          {"metadata": {"annotations": dict(decision.annotations)}})
+        updated = await self._start(pod, node)
+        if updated is None:
+            return
         self._write_start_lines(updated, 0, init=True)
         await self._record_started(pod, host)
         self._maybe_schedule_finish(key, updated)
+
+    async def _start(self, pod: dict[str, Any], node: dict[str, Any]) -> dict[str, Any] | None:
+        """The running status, written only over the status the pod had when the agent looked (``resourceVersion``
+        as a precondition): a component that gave the pod a status since (a container that failed at once) keeps
+        it, as the kubelet that runs it would report. None when the pod is gone or already has a status."""
+        for _ in range(3):
+            status = {k: v for k, v in running_status(pod, node).items() if v is not None}
+            body: dict[str, Any] = {"status": status}
+            if pod["metadata"].get("resourceVersion"):
+                body["metadata"] = {"resourceVersion": pod["metadata"]["resourceVersion"]}
+            try:
+                return await self.client.patch(self._status_path(pod), body)
+            except errors.Conflict:
+                try:
+                    pod = await self.client.get(self._status_path(pod).removesuffix("/status"))
+                except errors.NotFound:
+                    return None
+                if pod.get("status", {}).get("containerStatuses") or pod["metadata"].get("deletionTimestamp"):
+                    return None
+        return None
 
     async def _record_started(self, pod: dict[str, Any], host: str) -> None:
         for c in pod["spec"].get("containers", []):

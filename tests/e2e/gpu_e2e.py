@@ -123,6 +123,12 @@ def operand_pods(client: Client, node: str) -> dict[str, dict[str, Any]]:
     return {p["metadata"]["labels"].get(names.OPERAND_LABEL, ""): p for p in items}
 
 
+def container_log(cluster: Any, pod: str, container: str, *, previous: bool = False) -> str:
+    """``kubectl logs -n gpu-operator POD -c CONTAINER [--previous]``: where a failing operand says why."""
+    args = ["logs", "-n", names.NAMESPACE, pod, "-c", container, *(["--previous"] if previous else [])]
+    return str(cluster.kubectl(*args).stdout)
+
+
 def mig_manager_log(cluster: Any, client: Client, node: str) -> str:
     """``kubectl logs`` of the node's nvidia-mig-manager pod: where a real cluster says why a MIG change failed."""
     name = operand_pods(client, node)["nvidia-mig-manager"]["metadata"]["name"]

@@ -8,7 +8,7 @@ import pytest
 
 from cluster.kube.client import Client
 from cluster.sim.gpu import names, operator
-from gpu_e2e import (configmap, create_pod, delete, ext, gpu_operator, gpu_pod, labels, operand_pods,
+from gpu_e2e import (configmap, container_log, create_pod, delete, ext, gpu_operator, gpu_pod, labels, operand_pods,
                      set_device_plugin_config, wait_event, wait_ext, wait_for, wait_phase)
 
 __all__ = ["gpu_operator"]
@@ -46,22 +46,31 @@ def test_install_creates_operands_labels_and_resources(gpu_operator: Client) -> 
     assert labels(client, "h100-0")["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
 
 
-def test_driver_missing_fails_the_driver_pod_and_withholds_gpus(gpu_operator: Client) -> None:
-    """docs faults: driver pod CrashLoopBackOff with the modprobe error, plugin waits in Init, allocatable 0."""
+def test_driver_missing_fails_the_driver_pod_and_withholds_gpus(gpu_operator: Client, local_cluster) -> None:
+    """docs faults: driver pod CrashLoopBackOff, the modprobe error in its log (and no termination message: the
+    DaemonSet keeps the default policy), plugin waits in Init, allocatable 0."""
     client = gpu_operator
     operator.set_fault(client, "l40s-0", "driver-missing", None, True)
     try:
-        def failing() -> bool:
+        def failing() -> dict | None:
             p = operand_pods(client, "l40s-0")
             driver = p["nvidia-driver-daemonset"]["status"].get("containerStatuses", [{}])[0]
             plugin = p["nvidia-device-plugin-daemonset"]["status"]
-            return (driver.get("state", {}).get("waiting", {}).get("reason") == "CrashLoopBackOff"
-                    and "Module nvidia not found" in driver.get("lastState", {}).get("terminated", {}).get("message", "")
-                    and plugin.get("phase") == "Pending" and bool(plugin.get("initContainerStatuses")))
-        wait_for(failing, 20, what="driver crash-looping and plugin in Init")
+            ok = (driver.get("state", {}).get("waiting", {}).get("reason") == "CrashLoopBackOff"
+                  and plugin.get("phase") == "Pending" and bool(plugin.get("initContainerStatuses")))
+            return p["nvidia-driver-daemonset"] if ok else None
+        pod = wait_for(failing, 20, what="driver crash-looping and plugin in Init")
+        last = pod["status"]["containerStatuses"][0]["lastState"]["terminated"]
+        assert (last["exitCode"], last["reason"]) == (1, "Error") and "message" not in last
+        for previous in (False, True):  # a crash-looping container: both read the instance that failed
+            log = container_log(local_cluster, pod["metadata"]["name"], "nvidia-driver-ctr", previous=previous)
+            assert log.splitlines()[-1] == "modprobe: FATAL: Module nvidia not found in directory /lib/modules/6.8.0-gpulab"
+            assert log.count("Loading NVIDIA driver kernel modules...") == 1, log  # once, however often reconciled
         wait_ext(client, "l40s-0", {"nvidia.com/gpu": "0"}, "allocatable")
         assert ext(client, "l40s-0") == {"nvidia.com/gpu": "2"}
         wait_for(lambda: operator.policy_state(client) == "notReady", 10, what="policy notReady")
+        log = container_log(local_cluster, pod["metadata"]["name"], "nvidia-driver-ctr")
+        assert log.count("modprobe: FATAL") == 1, log
     finally:
         operator.set_fault(client, "l40s-0", "driver-missing", None, False)
     wait_ext(client, "l40s-0", {"nvidia.com/gpu": "2"}, "allocatable")
@@ -80,34 +89,62 @@ def test_unhealthy_gpu_lowers_allocatable_and_capacity_stays(gpu_operator: Clien
     wait_ext(client, "a100-0", {"nvidia.com/gpu": "4"}, "allocatable")
 
 
-def _init_failing(client: Client, node: str, app: str, container: str) -> bool:
+def _init_failing(client: Client, node: str, app: str, container: str) -> dict | None:
     pod = operand_pods(client, node).get(app, {})
-    return any(c.get("name") == container and c.get("lastState", {}).get("terminated")
-               for c in pod.get("status", {}).get("initContainerStatuses", []))
+    failing = any(c.get("name") == container and c.get("lastState", {}).get("terminated")
+                  for c in pod.get("status", {}).get("initContainerStatuses", []))
+    return pod if failing else None
+
+
+def _cuda_workloads(client: Client, node: str) -> list[dict]:
+    return [p for p in operand_pods(client, node).values() if p["metadata"]["name"].startswith("nvidia-cuda-validator-")]
 
 
 @pytest.mark.parametrize("kind, step", [("cuda-validation-failing", "cuda-validation"),
                                         ("plugin-validation-failing", "plugin-validation")])
-def test_cuda_or_plugin_validation_failing_keeps_every_gpu_allocatable(gpu_operator: Client, kind: str,
+def test_cuda_or_plugin_validation_failing_keeps_every_gpu_allocatable(gpu_operator: Client, local_cluster, kind: str,
                                                                        step: str) -> None:
     """reference §9: nothing waits for cuda-ready or plugin-ready. The validator crash-loops at that init step and
-    the ClusterPolicy is notReady, while the node keeps full capacity and allocatable."""
+    the ClusterPolicy is notReady, while the node keeps full capacity and allocatable. The step's log says why in
+    the validator's words; the CUDA step's workload pod fails with vectorAdd's error in its own log."""
     client = gpu_operator
     operator.set_fault(client, "t4-0", kind, None, True)
     try:
-        wait_for(lambda: _init_failing(client, "t4-0", "nvidia-operator-validator", step), 20,
-                 what=f"{step} failing")
+        pod = wait_for(lambda: _init_failing(client, "t4-0", "nvidia-operator-validator", step), 20,
+                       what=f"{step} failing")
         wait_for(lambda: operator.policy_state(client) == "notReady", 10, what="policy notReady")
         assert ext(client, "t4-0") == {"nvidia.com/gpu": "1"} == ext(client, "t4-0", "allocatable")
         assert operand_pods(client, "t4-0")["nvidia-device-plugin-daemonset"]["status"]["phase"] == "Running"
+        log = container_log(local_cluster, pod["metadata"]["name"], step, previous=True).splitlines()
+        if step == "plugin-validation":
+            assert log[-1].endswith('msg="Error: error validating plugin installation: GPU resources are not '
+                                    'discovered by the node"'), log[-3:]
+            assert sum("GPU resources are not yet discovered by the node, retry:" in line for line in log) == 30
+            assert not _cuda_workloads(client, "t4-0")
+        else:
+            def workload() -> dict | None:
+                pods = _cuda_workloads(client, "t4-0")
+                inits = pods[0]["status"].get("initContainerStatuses", []) if len(pods) == 1 else []
+                crashing = inits and inits[0].get("state", {}).get("waiting", {}).get("reason") == "CrashLoopBackOff"
+                return pods[0] if crashing else None
+            wl = wait_for(workload, 20, what="the CUDA validation's workload pod failing")
+            name = wl["metadata"]["name"]
+            assert wl["spec"]["restartPolicy"] == "OnFailure" and wl["spec"]["nodeName"] == "t4-0"
+            assert log[-1].endswith(f'msg="Error: error validating cuda workload: gave up waiting for pod {name} to be '
+                                    'available"'), log[-3:]
+            assert wl["status"]["phase"] == "Pending" and "message" not in wl["status"]["initContainerStatuses"][0]["lastState"]["terminated"]
+            vector_add = container_log(local_cluster, name, "cuda-validation", previous=True).splitlines()
+            assert vector_add == ["Failed to allocate device vector A (error code no CUDA-capable device is detected)!",
+                                  "[Vector addition of 50000 elements]"]
     finally:
         operator.set_fault(client, "t4-0", kind, None, False)
     wait_for(lambda: operator.policy_state(client) == "ready", 20, what="policy ready again")
+    wait_for(lambda: not _cuda_workloads(client, "t4-0"), 20, what="the failed workload pod removed")
 
 
-def test_toolkit_fault_keeps_the_plugin_from_starting(gpu_operator: Client) -> None:
+def test_toolkit_fault_keeps_the_plugin_from_starting(gpu_operator: Client, local_cluster) -> None:
     """reference §9: the plugin's toolkit-validation init container waits for toolkit-ready, so a toolkit failure
-    keeps it in Init and the node hands out no GPUs."""
+    keeps it in Init and the node hands out no GPUs. The toolkit's log says why in nvidia-ctk-installer's words."""
     client = gpu_operator
     operator.set_fault(client, "t4-0", "toolkit-misconfigured", None, True)
     try:
@@ -118,15 +155,22 @@ def test_toolkit_fault_keeps_the_plugin_from_starting(gpu_operator: Client) -> N
                     and not inits["toolkit-validation"].get("ready"))
         wait_for(waiting, 20, what="plugin waiting in toolkit-validation")
         wait_ext(client, "t4-0", {"nvidia.com/gpu": "0"}, "allocatable")
-        toolkit = operand_pods(client, "t4-0")["nvidia-container-toolkit-daemonset"]["status"]["containerStatuses"][0]
+        pod = operand_pods(client, "t4-0")["nvidia-container-toolkit-daemonset"]
+        toolkit = pod["status"]["containerStatuses"][0]
         assert toolkit["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+        assert "message" not in toolkit["lastState"]["terminated"]
+        log = container_log(local_cluster, pod["metadata"]["name"], "nvidia-container-toolkit-ctr", previous=True)
+        assert log.splitlines()[-1].endswith('level=error msg="error running nvidia-ctk-installer: unable to setup '
+                                             'runtime: unable to restart containerd: unable to dial: dial unix '
+                                             '/runtime/sock-dir/containerd.sock: connect: no such file or directory"')
+        assert "Starting nvidia-ctk-installer" in log.splitlines()[0] and "simulated" not in log
     finally:
         operator.set_fault(client, "t4-0", "toolkit-misconfigured", None, False)
     wait_ext(client, "t4-0", {"nvidia.com/gpu": "1"}, "allocatable")
 
 
-def test_broken_plugin_config_crash_loops_the_plugin_with_its_message(gpu_operator: Client) -> None:
-    """§1 errors: replicas 1 -> the device-plugin pod crash-loops; describe shows the real line and BackOff."""
+def test_broken_plugin_config_crash_loops_the_plugin_with_its_message(gpu_operator: Client, local_cluster) -> None:
+    """§1 errors: replicas 1 -> the device-plugin pod crash-loops; its log ends with the real line; BackOff."""
     client = gpu_operator
     bad = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 1\n"
     configmap(client, "bad-config", {"bad": bad})
@@ -135,8 +179,10 @@ def test_broken_plugin_config_crash_loops_the_plugin_with_its_message(gpu_operat
         def crashing() -> dict | None:
             p = operand_pods(client, "h100-0")["nvidia-device-plugin-daemonset"]
             cs = next((c for c in p["status"].get("containerStatuses", []) if c["name"] == "nvidia-device-plugin"), {})
-            msg = cs.get("lastState", {}).get("terminated", {}).get("message", "")
-            return p if msg.endswith("number of replicas must be >= 2") else None
+            if cs.get("state", {}).get("waiting", {}).get("reason") != "CrashLoopBackOff":
+                return None
+            log = container_log(local_cluster, p["metadata"]["name"], "nvidia-device-plugin", previous=True)
+            return p if log.rstrip().endswith("number of replicas must be >= 2") else None
         p = wait_for(crashing, 20, what="device plugin crash-looping")
         wait_event(client, names.NAMESPACE, p["metadata"]["name"], "BackOff")
         wait_ext(client, "h100-0", {"nvidia.com/gpu": "0"}, "allocatable")

@@ -1,5 +1,6 @@
 """No invented signals: every Event reason, condition, label and annotation key that gpulab writes while the GPU
-stack runs (operator install, a time-sliced device plugin, a MIG change that fails and one that succeeds, a fault)
+stack runs (operator install, a time-sliced device plugin, a MIG change that fails and one that succeeds, faults of
+the driver, of the CUDA validation (with its workload pod) and of a GPU)
 is in the table of ``docs/gpu-stack.md`` ("Signals and who writes them"), which names the upstream component that
 writes it in a real cluster, or says it is gpulab's own record. A new signal without a row fails here.
 
@@ -133,16 +134,22 @@ def test_every_signal_the_stack_writes_has_an_upstream_writer(collector: Collect
         collector.sample()
         wait_ext(client, "a100-1", {"nvidia.com/gpu": "28"}, "allocatable", timeout=60)
         collector.sample()
-        # Faults: a driver that does not load, and an unhealthy GPU.
+        # Faults: a driver that does not load, a CUDA validation that fails (its workload pod too), an unhealthy GPU.
         local_cluster.gpulab("fault", "inject", "h100-0", "driver-missing")
+        local_cluster.gpulab("fault", "inject", "l40s-0", "cuda-validation-failing")
         local_cluster.gpulab("fault", "inject", "a100-0", "gpu-unhealthy", "--gpu", "3")
-        wait_for(lambda: any("CrashLoopBackOff" in json.dumps(p.get("status", {}))
-                             for p in client.get(f"/api/v1/namespaces/{names.NAMESPACE}/pods",
-                                                 fieldSelector="spec.nodeName=h100-0")["items"]), 60,
-                 what="the driver pod on h100-0 crash-looping")
+        for node in ("h100-0", "l40s-0"):
+            wait_for(lambda n=node: any("CrashLoopBackOff" in json.dumps(p.get("status", {}))
+                                        for p in client.get(f"/api/v1/namespaces/{names.NAMESPACE}/pods",
+                                                            fieldSelector=f"spec.nodeName={n}")["items"]), 60,
+                     what=f"a pod on {node} crash-looping")
+        wait_for(lambda: any("CrashLoopBackOff" in json.dumps(p.get("status", {})) for p in client.get(
+            f"/api/v1/namespaces/{names.NAMESPACE}/pods", labelSelector="app=nvidia-cuda-validator")["items"]), 60,
+                 what="the CUDA validation's workload pod crash-looping")
         collector.sample()
     finally:
         local_cluster.gpulab("fault", "clear", "h100-0", "driver-missing", check=False)
+        local_cluster.gpulab("fault", "clear", "l40s-0", "cuda-validation-failing", check=False)
         local_cluster.gpulab("fault", "clear", "a100-0", "gpu-unhealthy", check=False)
         delete(client, f"/api/v1/namespaces/{namespace}/pods/shared")
         label(client, "a100-1", names.MIG_CONFIG, "all-disabled")
@@ -156,3 +163,4 @@ def test_every_signal_the_stack_writes_has_an_upstream_writer(collector: Collect
                      if not any(k == kind and p.fullmatch(name) for k, p in rows))
     assert not missing, "signals with no row in docs/gpu-stack.md's table:\n" + "\n".join(missing)
     assert ("node label", names.MIG_CONFIG_STATE) in collector.seen
+    assert ("pod annotation", "nvidia.cdi.k8s.io/container.cuda-validation") in collector.seen

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from cluster.gpu import dra_attributes
+from cluster.sim import pod_agent
 from cluster.sim.gpu import dcgm, dcgm_exporter, dra, hoststate, manifests, migmanager, names, operands, policy
 from gpustack_factories import default_policy, make_node, settle, with_layout
 
@@ -127,16 +128,27 @@ def operand_pod(operand: str) -> dict:
             "spec": {**ds["spec"]["template"]["spec"], "nodeName": "n"}, "status": {}}
 
 
-def test_crashing_operand_shows_crashloopbackoff_with_its_message() -> None:
-    """A failing component: container waiting CrashLoopBackOff, lastState terminated with the crash line."""
+def test_crashing_operand_shows_crashloopbackoff_and_no_termination_message() -> None:
+    """A failing component: container waiting CrashLoopBackOff, lastState terminated (exit 1, Error) naming the
+    instance that failed, and no message: the operator's DaemonSets keep the default terminationMessagePolicy."""
     pod = operand_pod("device-plugin")
     st = operands.OperandState(operands.CRASH, "nvidia-device-plugin", "error starting plugins: boom")
     status = operands.pod_status(pod, None, st)
     cs = next(c for c in status["containerStatuses"] if c["name"] == "nvidia-device-plugin")
     assert cs["state"]["waiting"]["reason"] == "CrashLoopBackOff" and cs["restartCount"] == 1
-    assert cs["lastState"]["terminated"]["message"] == "error starting plugins: boom"
+    term = cs["lastState"]["terminated"]
+    assert (term["exitCode"], term["reason"]) == (1, "Error") and "message" not in term
+    assert term["containerID"] == pod_agent.runtime_id(pod["metadata"]["uid"], "nvidia-device-plugin", 0)
     assert operands.matches({**pod, "status": status}, st)
     assert not operands.matches({**pod, "status": status}, operands.OperandState())
+
+
+def test_a_given_termination_message_is_reported() -> None:
+    """With a message (a container whose policy falls back to its log), the failed instance carries it."""
+    st = operands.OperandState(operands.CRASH, "nvidia-device-plugin", "boom")
+    status = operands.pod_status(operand_pod("device-plugin"), None, st, "the log's tail")
+    cs = next(c for c in status["containerStatuses"] if c["name"] == "nvidia-device-plugin")
+    assert cs["lastState"]["terminated"]["message"] == "the log's tail"
 
 
 def test_waiting_operand_is_stuck_in_init() -> None:
@@ -146,8 +158,17 @@ def test_waiting_operand_is_stuck_in_init() -> None:
     status = operands.pod_status(pod, None, st)
     inits = status["initContainerStatuses"]
     assert status["phase"] == "Pending" and [("terminated" in c["state"]) for c in inits] == [True, True, False, False]
-    assert inits[2]["lastState"]["terminated"]["message"] == operands.CUDA
+    assert inits[2]["state"]["waiting"]["reason"] == "CrashLoopBackOff" and "message" not in inits[2]["lastState"]["terminated"]
     assert operands.operand_of(pod) == "operator-validator"
+
+
+def test_no_operand_sets_a_termination_message_policy() -> None:
+    """GPU Operator v26.7.0's assets/state-*/0500_daemonset.yaml set no terminationMessagePolicy (the API server's
+    default, File): the simulated DaemonSets and the CUDA validation pod set none either."""
+    objects = [manifests.daemonset(op) for op in (*names.OPERANDS, "dra-kubelet-plugin")]
+    specs = [o["spec"]["template"]["spec"] for o in objects] + [manifests.cuda_workload_pod("a100-0")["spec"]]
+    containers = [c for spec in specs for c in spec.get("initContainers", []) + spec["containers"]]
+    assert containers and not [c["name"] for c in containers if "terminationMessagePolicy" in c]
 
 
 # --- policy and CRD ------------------------------------------------------------------------------------------------

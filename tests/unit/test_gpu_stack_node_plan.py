@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from cluster.sim.gpu import names, nodeplan, operands, plugin
+from cluster.sim import nodes
+from cluster.sim.gpu import faillogs, names, nodeplan, operands, plugin
 from gpustack_factories import TS_ANY_10, TS_RENAME_4, default_policy, ext, make_node, settle
 
 pytestmark = pytest.mark.unit
@@ -170,7 +171,8 @@ def test_driver_missing_before_and_after_advertising() -> None:
     fault = {names.FAULTS: '{"kinds": ["driver-missing"], "unhealthy": []}'}
     fresh, plan = settle(make_node(annotations=fault), default_policy())
     assert ext(fresh) == {}
-    assert plan.operands["driver"] == operands.OperandState(operands.CRASH, "nvidia-driver-ctr", operands.DRIVER_MISSING)
+    assert plan.operands["driver"] == operands.OperandState(operands.CRASH, "nvidia-driver-ctr", operands.DRIVER_MISSING,
+                                                            faillogs.driver_missing(nodes.KERNEL_VERSION))
     assert plan.operands["device-plugin"].phase == operands.INIT_WAIT
     running, _ = settle(make_node(), default_policy())
     running["metadata"]["annotations"].update(fault)
@@ -182,6 +184,7 @@ def test_nouveau_and_toolkit_faults() -> None:
     """docs faults: nouveau bound -> the driver's nouveau error; toolkit misconfigured -> toolkit crash, no GPUs."""
     _, plan = settle(make_node(annotations={names.FAULTS: '{"kinds": ["nouveau-bound"]}'}), default_policy())
     assert plan.operands["driver"].message == operands.NOUVEAU
+    assert plan.operands["driver"].lines == faillogs.nouveau_bound()
     node, plan = settle(make_node(annotations={names.FAULTS: '{"kinds": ["toolkit-misconfigured"]}'}), default_policy())
     assert plan.operands["container-toolkit"].phase == operands.CRASH and ext(node) == {}
     assert plan.operands["driver"].phase == operands.OK
@@ -208,7 +211,7 @@ def test_plugin_validation_failing_stalls_only_the_validator() -> None:
                         default_policy())
     assert ext(node, "allocatable") == {"nvidia.com/gpu": "4"}
     assert plan.operands["operator-validator"] == operands.OperandState(
-        operands.INIT_CRASH, "plugin-validation", operands.PLUGIN_VALIDATION)
+        operands.INIT_CRASH, "plugin-validation", operands.PLUGIN_VALIDATION, faillogs.plugin_validation())
 
 
 def test_toolkit_fault_keeps_the_plugin_from_starting() -> None:

@@ -9,7 +9,7 @@ to the sidecar's container log (``cluster.sim.kubelet.logstore``).
 from __future__ import annotations
 
 from cluster.gpu import config_manager
-from cluster.sim.gpu import names
+from cluster.sim.gpu import faillogs, names
 from cluster.sim.gpu.startlogs import CONFIG_MANAGER_MAIN, DEVICE_PLUGIN_CONFIG_LABEL, Line
 
 CONTAINER = "config-manager"
@@ -35,7 +35,7 @@ def label_change(operand: str, label: str | None, default: str | None, selection
             if selection.error is None:
                 out.append(Line("klog", "Falling back to an empty configuration", _at(385)))
     if selection.error is not None:  # start() returns it; main() logs it and the container exits 1
-        return (*out, Line("klog", selection.error, _at(209), level="error"))
+        return (*out, *faillogs.exit_error(selection.error, _at(209)))
     name = selection.name
     out.append(Line("klog", f"Updating to config: {name}" if name else "Updating to empty config",
                     _at(305 if name else 303)))

@@ -23,7 +23,7 @@ from prometheus_client.registry import Collector
 
 from cluster import errors
 from cluster.kube.client import AsyncClient
-from cluster.sim import checkpoint, nodes as nodes_mod
+from cluster.sim import checkpoint, nodes as nodes_mod, pod_agent
 from cluster.sim.gpu import dcgm, events, hoststate, names, operands, world as world_mod
 from cluster.sim.kubelet import logstore
 
@@ -186,15 +186,12 @@ class Exporter:
             log.warning("could not write the log of %s: %s", pod["metadata"]["name"], exc)
 
     def _last_lines(self, pod: dict[str, Any], container: str) -> str:
-        """The termination message a kubelet reports: the container's log tail with ``FallbackToLogsOnError``
-        (at most 80 lines and 2,048 bytes, ``kuberuntime_container.go``), else nothing (no termination log)."""
+        """The termination message the kubelet reports for the container (``pod_agent.termination_message``)."""
         spec: dict[str, Any] = next((c for c in pod.get("spec", {}).get("containers", []) if c.get("name") == container),
                                     {})
-        if spec.get("terminationMessagePolicy") != "FallbackToLogsOnError" or self.logs is None:
+        if self.logs is None:
             return ""
-        raw = self.logs.read(self._ref(pod, container))
-        lines = [line.split(b" ", 3)[-1] for line in raw.splitlines()[-80:]]
-        return b"\n".join(lines).decode(errors="replace")[-2048:]
+        return pod_agent.termination_message(spec, self.logs.read(self._ref(pod, container)))
 
     async def run(self) -> None:
         while True:

@@ -3,7 +3,9 @@ default mig-parted ConfigMap, the operand DaemonSets, the operator Deployment an
 
 The CRD is NVIDIA's own, generated from ``OP api/nvidia/v1/clusterpolicy_types.go``; the other shapes follow the
 GPU Operator's ``assets/state-*``: DaemonSets select
-nodes by ``nvidia.com/gpu.deploy.<operand>=true`` and tolerate the ``nvidia.com/gpu`` taint. The real
+nodes by ``nvidia.com/gpu.deploy.<operand>=true`` and tolerate the ``nvidia.com/gpu`` taint, and, as there, no
+container sets ``terminationMessagePolicy`` (the API server defaults it to ``File``: no termination message from
+the log). The real
 DaemonSet controller creates their pods; the pod agent runs them; the stack shows their failures. Plain data.
 """
 
@@ -13,7 +15,7 @@ from typing import Any
 
 from cluster import versions
 from cluster.gpu import catalog, clusterpolicy_crd, mig
-from cluster.sim.gpu import names, operands, policy as policy_mod
+from cluster.sim.gpu import faillogs, names, operands, policy as policy_mod
 
 VERSION = versions.TAUGHT_GPU_OPERATOR
 IMAGE = f"nvcr.io/nvidia/gpu-operator-sim:{VERSION}"
@@ -133,3 +135,28 @@ def operator_deployment() -> dict[str, Any]:
 def operand_daemonsets() -> list[str]:
     """Operands that get a DaemonSet (deploy-label suffixes, plus the DRA kubelet plugin)."""
     return [*names.OPERANDS, "dra-kubelet-plugin"]
+
+
+def cuda_workload_pod(node: str) -> dict[str, Any]:
+    """The pod the validator's ``cuda-validation`` step creates on its node (``OP
+    validator/manifests/cuda-workload-validation.yaml``, GPU Operator v26.7.0; ``cmd/nvidia-validator/main.go``
+    ``runWorkload`` sets its namespace, node and the validator DaemonSet's tolerations): an init container that
+    runs vectorAdd, then a container that says so. Its service account (``nvidia-operator-validator`` upstream)
+    is left to the namespace's default, as gpulab creates no operand service accounts."""
+    privileged = {"privileged": True}
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"generateName": faillogs.CUDA_WORKLOAD_PREFIX, "namespace": names.NAMESPACE,
+                     "labels": {"app": faillogs.CUDA_WORKLOAD_APP},
+                     "annotations": {"nvidia.cdi.k8s.io/container.cuda-validation": "management.nvidia.com/gpu=all"}},
+        "spec": {
+            "nodeName": node, "restartPolicy": "OnFailure",
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "initContainers": [{**_container(faillogs.CUDA_WORKLOAD_CONTAINER), "command": ["sh", "-c"],
+                                "args": ["vectorAdd"], "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}],
+                                "securityContext": privileged}],
+            "containers": [{**_container("nvidia-cuda-validator"), "command": ["sh", "-c"],
+                            "args": ["echo cuda workload validation is successful"],
+                            "securityContext": {**privileged, "readOnlyRootFilesystem": True}}],
+        },
+    }

@@ -5,8 +5,10 @@ GFD and the DCGM exporter wait for the toolkit (``toolkit-validation`` init cont
 driver, toolkit, CUDA and plugin checks in turn. Nothing waits for the CUDA or plugin checks
 (``OP assets/state-device-plugin/0500_daemonset.yaml``: the plugin's only init wait is ``toolkit-ready``), so a
 failing CUDA or plugin validation stalls the validator pod alone. A fault therefore shows where a real cluster shows it: the
-failing pod crash-loops with its message and the pods after it wait in ``Init``. The statuses built here are
-what ``kubectl get pods -n gpu-operator`` reads. Plain data.
+failing pod crash-loops and the pods after it wait in ``Init``; why it fails is in the failing container's log
+(``faillogs``), not in its status: none of the operator's DaemonSets sets ``terminationMessagePolicy``, so the
+kubelet reports no termination message (``pod_agent.termination_message``). The statuses built here are what
+``kubectl get pods -n gpu-operator`` reads. Plain data.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cluster.sim import nodes, pod_agent
-from cluster.sim.gpu import hoststate, names, plugin
+from cluster.sim.gpu import faillogs, hoststate, names, plugin, startlogs
 
 OK, CRASH, INIT_WAIT, INIT_CRASH, CREATING = "ok", "crash", "init-wait", "init-crash", "creating"
 
@@ -33,21 +35,20 @@ INIT_CONTAINERS: dict[str, tuple[str, ...]] = {
 }
 SIDECARS: dict[str, tuple[str, ...]] = {"device-plugin": ("config-manager",), "gpu-feature-discovery": ("config-manager",)}
 
-DRIVER_MISSING = "modprobe: FATAL: Module nvidia not found in directory /lib/modules/6.8.0-gpulab"
-NOUVEAU = ("ERROR: The Nouveau kernel driver is currently in use by your system. This driver is incompatible with "
-           "the NVIDIA driver, and must be disabled before proceeding.")
-TOOLKIT = ("error running nvidia-toolkit: unable to setup runtime: unable to configure containerd: "
-           "failed to load config /etc/containerd/config.toml (simulated fault: toolkit-misconfigured)")
-CUDA = "Failed to allocate device vector A (error code no CUDA-capable device is detected)!"
-PLUGIN_VALIDATION = ("failed to validate the device plugin: plugin-validation workload pod failed "
-                     "(simulated fault: plugin-validation-failing)")
+# What identifies each fault's failure (never shown: the failing container's log says what went wrong, in the
+# upstream program's words, ``faillogs``).
+DRIVER_MISSING, NOUVEAU, TOOLKIT = "driver-missing", "nouveau-bound", "toolkit-misconfigured"
+CUDA, PLUGIN_VALIDATION = "cuda-validation-failing", "plugin-validation-failing"
 
 
 @dataclass(frozen=True)
 class OperandState:
     phase: str = OK
     container: str = ""  # the container that fails or waits
+    # CREATING: the kubelet's FailedMount message. A failing container: what identifies its failure, for the stack
+    # alone (a real kubelet shows no such text); its log lines are ``lines``.
     message: str = ""
+    lines: tuple[startlogs.Line, ...] = ()  # what the failing container instance prints before it exits
 
 
 def states(f: hoststate.Faults, choice: plugin.ConfigChoice | None, adv_error: str | None,
@@ -62,7 +63,8 @@ def states(f: hoststate.Faults, choice: plugin.ConfigChoice | None, adv_error: s
     out = {
         "driver": _driver(f),
         "container-toolkit": (OperandState(INIT_WAIT, "driver-validation", "waiting for the driver") if not f.driver_ok
-                              else OperandState(CRASH, "nvidia-container-toolkit-ctr", TOOLKIT) if not f.toolkit_ok
+                              else OperandState(CRASH, "nvidia-container-toolkit-ctr", TOOLKIT,
+                                                faillogs.toolkit_no_containerd_socket()) if not f.toolkit_ok
                               else OperandState()),
         "operator-validator": _validator(f),
         "device-plugin": prereq or _plugin(choice, adv_error, "nvidia-device-plugin"),
@@ -77,9 +79,9 @@ def states(f: hoststate.Faults, choice: plugin.ConfigChoice | None, adv_error: s
 
 def _driver(f: hoststate.Faults) -> OperandState:
     if "nouveau-bound" in f.kinds:
-        return OperandState(CRASH, "nvidia-driver-ctr", NOUVEAU)
+        return OperandState(CRASH, "nvidia-driver-ctr", NOUVEAU, faillogs.nouveau_bound())
     if "driver-missing" in f.kinds:
-        return OperandState(CRASH, "nvidia-driver-ctr", DRIVER_MISSING)
+        return OperandState(CRASH, "nvidia-driver-ctr", DRIVER_MISSING, faillogs.driver_missing(nodes.KERNEL_VERSION))
     return OperandState()
 
 
@@ -88,10 +90,10 @@ def _validator(f: hoststate.Faults) -> OperandState:
         return OperandState(INIT_WAIT, "driver-validation", "waiting for the driver")
     if not f.toolkit_ok:
         return OperandState(INIT_WAIT, "toolkit-validation", "waiting for the container toolkit")
-    if f.cuda_fails:
+    if f.cuda_fails:  # its lines name the workload pod it created: the stack writes them (faillogs.cuda_validation)
         return OperandState(INIT_CRASH, "cuda-validation", CUDA)
     if f.plugin_validation_fails:
-        return OperandState(INIT_CRASH, "plugin-validation", PLUGIN_VALIDATION)
+        return OperandState(INIT_CRASH, "plugin-validation", PLUGIN_VALIDATION, faillogs.plugin_validation())
     return OperandState()
 
 
@@ -102,12 +104,14 @@ def _plugin(choice: plugin.ConfigChoice | None, error: str | None, container: st
         return OperandState(CREATING, container, f'MountVolume.SetUp failed for volume "config" : configmap '
                                                  f'"{choice.missing_configmap}" not found')
     if choice.init_error:
-        return OperandState(INIT_CRASH, "config-manager-init", choice.init_error)
+        return OperandState(INIT_CRASH, "config-manager-init", choice.init_error,
+                            faillogs.exit_error(choice.init_error, startlogs.CONFIG_MANAGER_MAIN + "209"))
+    main = startlogs.PLUGIN_MAIN + "188" if container == "nvidia-device-plugin" else startlogs.GFD_MAIN + "127"
     if choice.crash:
-        return OperandState(CRASH, container, choice.crash)
+        return OperandState(CRASH, container, choice.crash, faillogs.exit_error(choice.crash, main))
     if error:
-        return OperandState(CRASH, container, error)
-    if choice.sidecar_error:
+        return OperandState(CRASH, container, error, faillogs.exit_error(error, main))
+    if choice.sidecar_error:  # the sidecar's turn, error included, is in its log already (cmlogs)
         return OperandState(CRASH, "config-manager", choice.sidecar_error)
     return OperandState()
 
@@ -122,20 +126,22 @@ def _cstatus(pod: Mapping[str, Any], name: str, state: dict[str, Any], ready: bo
     return pod_agent.container_status(c, pod["metadata"]["uid"], state, ready, restarts, last)  # noqa: SLF001
 
 
-def _restarts(pod: Mapping[str, Any], name: str) -> int:
+def restarts_of(pod: Mapping[str, Any], name: str) -> int:
     for cs in pod.get("status", {}).get("containerStatuses", []) + pod.get("status", {}).get("initContainerStatuses", []):
         if cs.get("name") == name:
             return int(cs.get("restartCount", 0))
     return 0
 
 
-def pod_status(pod: Mapping[str, Any], node: Mapping[str, Any] | None, st: OperandState) -> dict[str, Any]:
-    """The full ``status`` of an operand pod in state ``st`` (a running status when ``st`` is OK)."""
+def pod_status(pod: Mapping[str, Any], node: Mapping[str, Any] | None, st: OperandState,
+               termination: str = "") -> dict[str, Any]:
+    """The full ``status`` of an operand pod in state ``st`` (a running status when ``st`` is OK). ``termination``:
+    the failed instance's termination message (the kubelet's, from its log and its spec's policy)."""
     base = pod_agent.running_status(dict(pod), dict(node) if node else None)
     base = {k: v for k, v in base.items() if v is not None}
     if st.phase == OK:
         for cs in base.get("containerStatuses", []):
-            cs["restartCount"] = _restarts(pod, cs["name"])
+            cs["restartCount"] = restarts_of(pod, cs["name"])
         return base
     ts = nodes.now()
     inits = [c["name"] for c in pod["spec"].get("initContainers", [])]
@@ -157,7 +163,7 @@ def pod_status(pod: Mapping[str, Any], node: Mapping[str, Any] | None, st: Opera
                 init_states.append(_cstatus(pod, name, {"terminated": {"exitCode": 0, "reason": "Completed",
                                                                        "startedAt": ts, "finishedAt": ts}}, True, 0))
             elif i == at:
-                init_states.append(_failing(pod, name, st, ts))
+                init_states.append(_failing(pod, name, st, ts, termination))
             else:
                 init_states.append(_cstatus(pod, name, waiting, False, 0))
         base["initContainerStatuses"] = init_states
@@ -166,27 +172,39 @@ def pod_status(pod: Mapping[str, Any], node: Mapping[str, Any] | None, st: Opera
     else:
         statuses = []
         for name in mains:
-            if st.phase == CREATING or name == st.container or (st.container not in mains and name == mains[0]):
-                statuses.append(_failing(pod, name, st, ts))
+            if st.phase == CREATING or name == failing_container(pod, st):
+                statuses.append(_failing(pod, name, st, ts, termination))
             else:
-                statuses.append(_cstatus(pod, name, {"running": {"startedAt": ts}}, True, _restarts(pod, name)))
+                statuses.append(_cstatus(pod, name, {"running": {"startedAt": ts}}, True, restarts_of(pod, name)))
         base["containerStatuses"] = statuses
     base["conditions"] = _not_ready(base.get("conditions", []), st, inits)
     return base
 
 
-def _failing(pod: Mapping[str, Any], name: str, st: OperandState, ts: str) -> dict[str, Any]:
+def failing_container(pod: Mapping[str, Any], st: OperandState) -> str:
+    """The container of ``pod`` that shows ``st``'s failure (the first main container when ``st`` names none of
+    the pod's)."""
+    spec = pod.get("spec", {})
+    names_ = [c["name"] for c in spec.get("containers", []) + spec.get("initContainers", [])]
+    if st.container in names_ or not spec.get("containers"):
+        return st.container
+    return str(spec["containers"][0]["name"])
+
+
+def _failing(pod: Mapping[str, Any], name: str, st: OperandState, ts: str, termination: str) -> dict[str, Any]:
     if st.phase == INIT_WAIT:
         return _cstatus(pod, name, {"running": {"startedAt": ts}}, False, 0)
     if st.phase == CREATING:
         return _cstatus(pod, name, {"waiting": {"reason": "ContainerCreating"}}, False, 0)
-    restarts = _restarts(pod, name) + 1
+    restarts = restarts_of(pod, name) + 1
     # The instance that just failed: `kubectl logs --previous` reads it by this ID.
-    last = {"terminated": {"exitCode": 1, "reason": "Error", "message": st.message, "startedAt": ts, "finishedAt": ts,
-                           "containerID": pod_agent.runtime_id(pod["metadata"]["uid"], name, restarts - 1)}}
+    term: dict[str, Any] = {"exitCode": 1, "reason": "Error", "startedAt": ts, "finishedAt": ts,
+                            "containerID": pod_agent.runtime_id(pod["metadata"]["uid"], name, restarts - 1)}
+    if termination:
+        term["message"] = termination
     waiting = {"waiting": {"reason": "CrashLoopBackOff",
                            "message": f"back-off 10s restarting failed container={name} pod={pod['metadata']['name']}"}}
-    return _cstatus(pod, name, waiting, False, restarts, last)
+    return _cstatus(pod, name, waiting, False, restarts, {"terminated": term})
 
 
 def _not_ready(conds: list[dict[str, Any]], st: OperandState, inits: list[str]) -> list[dict[str, Any]]:
@@ -219,7 +237,10 @@ def matches(pod: Mapping[str, Any], st: OperandState) -> bool:
     if st.phase == CREATING:
         reason = "PodInitializing" if pod.get("spec", {}).get("initContainers") else "ContainerCreating"
         return all(c.get("state", {}).get("waiting", {}).get("reason") == reason for c in all_cs)
-    return bool(cs.get("lastState", {}).get("terminated", {}).get("message") == st.message)
+    # A crash loop: which failure it is lives in the container's log, not in its status (the stack remembers what
+    # it wrote there, per container instance).
+    return (cs.get("state", {}).get("waiting", {}).get("reason") == "CrashLoopBackOff"
+            and bool(cs.get("lastState", {}).get("terminated")))
 
 
 def operand_of(pod: Mapping[str, Any]) -> str | None:

@@ -6,11 +6,15 @@ The validator gate lives here: once a node's driver and toolkit validations pass
 only then does the node get allocatable GPUs. The CUDA and plugin validations gate nothing
 (``OP assets/state-device-plugin/0500_daemonset.yaml``): their failure shows on the validator pod and the
 ClusterPolicy only. The config-manager sidecars' turns (a label change, the config chosen, the signal to the
-plugin) go to their container logs as the real sidecar prints them (``cmlogs``).
+plugin) go to their container logs as the real sidecar prints them (``cmlogs``), and a failing operand's
+failure to the log of the instance that failed, once (``faillogs``, ``operandlogs``). A failing CUDA validation
+creates its workload pod ``nvidia-cuda-validator-<suffix>`` on the node, as the validator does, which fails with
+vectorAdd's error; gpulab removes it once the validation passes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -20,8 +24,9 @@ from typing import Any
 from cluster import errors
 from cluster.gpu import config_manager
 from cluster.kube.client import APPLY_PATCH, AsyncClient
-from cluster.sim.gpu import (cmlogs, devicefile, dra, events, hoststate, migmanager, migrunner, names, nodeplan,
-                             operands, plugin, policy as policy_mod, startlogs, world as world_mod)
+from cluster.sim.gpu import (cmlogs, devicefile, dra, events, faillogs, hoststate, manifests, migmanager, migrunner,
+                             names, nodeplan, operandlogs, operands, plugin, policy as policy_mod, startlogs,
+                             world as world_mod)
 from cluster.sim.gpu.workqueue import WorkQueue
 from cluster.sim.kubelet import logstore
 
@@ -52,6 +57,8 @@ class NodeReconciler:
         self.slice_names: dict[str, str] = {}  # node -> the name the API server generated for its slice
         self.mig = migrunner.MigRunner(client, world, device_checkpoint, logs)
         self.logs = logs  # the kubelet's container logs (on kind: the store the stand-in containers print from)
+        self.failures = operandlogs.OperandLogs(logs)  # what each failing operand instance has logged
+        self._validator_runs = asyncio.Lock()
         # node -> (operand -> (pod uid, label, default, ConfigMap)) the config-manager sidecars last acted on
         self._sidecars: dict[str, dict[str, tuple[str, str | None, str | None, str]]] = {}
         self._generation = int(time.time())
@@ -203,27 +210,108 @@ class NodeReconciler:
             if operand is None or pod["metadata"].get("deletionTimestamp"):
                 continue
             await self.sync_operand_pod(pod, node, states.get(operand, operands.OperandState()))
+        await self._sync_cuda_workload(name, node, states.get("operator-validator", operands.OperandState()))
+        self.failures.forget(str(p["metadata"].get("uid", "")) for p in self.world.pods.values())
 
     async def sync_operand_pod(self, pod: dict[str, Any], node: dict[str, Any] | None,
                                st: operands.OperandState) -> None:
         status = pod.get("status", {})
         if st.phase == operands.OK and (status.get("phase", "Pending") == "Pending" and not status.get("containerStatuses")):
             return  # a fresh pod: the pod agent starts it
-        if operands.matches(pod, st):
+        crash = st.phase in (operands.CRASH, operands.INIT_CRASH)
+        if operands.matches(pod, st) and not (crash and self.failures.changed(pod, st)):
             return
+        termination = ""
+        if crash:
+            # The instance that fails logs why, once; the lines of a CUDA validation name the pod it created.
+            if st.message == operands.CUDA and self._plays_kubelet():
+                async with self._validator_runs:  # one run creates its workload pod, however many passes see it
+                    lines = None
+                    if not self.failures.is_written(pod, st):
+                        node_name = pod["spec"].get("nodeName", "")
+                        lines = faillogs.cuda_validation(await self._new_cuda_workload(node_name))
+                    termination = self.failures.write(pod, st, lines)
+            else:
+                termination = self.failures.write(pod, st)
         m = pod["metadata"]
         try:
             await self.client.patch(f"/api/v1/namespaces/{m['namespace']}/pods/{m['name']}/status",
-                                    {"status": operands.pod_status(pod, node, st)})
+                                    {"status": operands.pod_status(pod, node, st, termination)})
         except errors.NotFound:
             return
         host = pod["spec"].get("nodeName", "")
-        if st.phase in (operands.CRASH, operands.INIT_CRASH):
+        if crash:
             await self.kubelet.record(pod, "Warning", "BackOff",
-                                       f"Back-off restarting failed container {st.container} in pod "
-                                       f"{m['name']}_{m['namespace']}({m['uid']})", host=host)
+                                       f"Back-off restarting failed container {operands.failing_container(pod, st)} "
+                                       f"in pod {m['name']}_{m['namespace']}({m['uid']})", host=host)
         elif st.phase == operands.CREATING:
             await self.kubelet.record(pod, "Warning", "FailedMount", st.message, host=host)
+
+    # --- the CUDA validation's workload pod --------------------------------------------------------------------
+
+    def _plays_kubelet(self) -> bool:
+        """Whether gpulab plays the nodes' kubelet (local) and keeps their logs; on kind (a node plugin's device
+        files) real kubelets run the pods, and the log store only feeds the stand-in containers."""
+        return self.logs is not None and self.device_files is None
+
+    def _cuda_workloads(self, name: str) -> list[dict[str, Any]]:
+        return [p for p in self.world.operator_pods_on(name) if not p["metadata"].get("deletionTimestamp")
+                and (p["metadata"].get("labels") or {}).get("app") == faillogs.CUDA_WORKLOAD_APP]
+
+    async def _new_cuda_workload(self, name: str) -> str:
+        """What the validator's ``cuda-validation`` step does on each run (``OP cmd/nvidia-validator/main.go``
+        ``runWorkload``): delete the node's previous workload pod, create a new one; its generated name."""
+        await self._delete_cuda_workloads(name)
+        pod_name = faillogs.CUDA_WORKLOAD_PREFIX
+        for _ in range(3):
+            try:
+                created = await self.client.create(f"/api/v1/namespaces/{names.NAMESPACE}/pods",
+                                                   manifests.cuda_workload_pod(name))
+            except errors.ApiError as exc:  # the validator's own "failed to create cuda validation pod" case
+                log.warning("could not create the CUDA validation pod on %s: %s", name, exc)
+                return pod_name
+            pod_name = str(created["metadata"]["name"])
+            # vectorAdd fails as soon as the kubelet starts it: its init container never completes, so its status
+            # is written before the pod agent's (which yields to a status written since it looked). Where the
+            # agent was quicker, the pod shows a completed init container, which cannot fail any more: another.
+            if await self._fail_cuda_workload(created, self.world.nodes.get(name)):
+                break
+            await self._delete(pod_name)
+        return pod_name
+
+    async def _fail_cuda_workload(self, pod: dict[str, Any], node: dict[str, Any] | None) -> bool:
+        st = operands.OperandState(operands.INIT_CRASH, faillogs.CUDA_WORKLOAD_CONTAINER, "vectorAdd",
+                                   faillogs.vector_add())
+        try:
+            await self.sync_operand_pod(pod, node, st)
+        except errors.ApiError as exc:  # the pod agent started it first: an init container cannot run again
+            log.info("the CUDA validation pod %s started before it could fail: %s", pod["metadata"]["name"], exc)
+            return False
+        return True
+
+    async def _delete(self, pod_name: str) -> None:
+        try:
+            await self.client.delete(f"/api/v1/namespaces/{names.NAMESPACE}/pods/{pod_name}", gracePeriodSeconds=0)
+        except errors.NotFound:
+            pass
+
+    async def _delete_cuda_workloads(self, name: str) -> None:
+        for p in self._cuda_workloads(name):
+            await self._delete(str(p["metadata"]["name"]))
+
+    async def _sync_cuda_workload(self, name: str, node: dict[str, Any] | None,
+                                  validator: operands.OperandState) -> None:
+        """The workload pod fails with vectorAdd's error while the CUDA validation fails. Once it passes, gpulab
+        removes the pod (upstream a new one runs to ``Completed`` and stays; gpulab does not show that one)."""
+        if not self._plays_kubelet():
+            return  # where a real kubelet runs the operands (kind), gpulab creates no workload pod: its image is
+            # not on the node, and the kubelet would try to pull it from a registry
+        if validator.message != operands.CUDA:
+            if self._cuda_workloads(name):
+                await self._delete_cuda_workloads(name)
+            return
+        for pod in self._cuda_workloads(name):
+            await self._fail_cuda_workload(pod, node)
 
     # --- DRA ----------------------------------------------------------------------------------------------------
 

@@ -25,8 +25,8 @@ from cluster import errors
 from cluster.kube import kubeconfig
 from cluster.kube.client import AsyncClient
 from cluster.sim import informer, runner
-from cluster.sim.gpu import (dcgm_exporter, devicefile, events, names, operands, operatorctl, reconcile, startlogs,
-                             world as world_mod)
+from cluster.sim.gpu import (dcgm_exporter, devicefile, events, faillogs, names, operands, operatorctl, reconcile,
+                             startlogs, world as world_mod)
 from cluster.sim.kubelet import logsocket, logstore, smisocket
 
 log = logging.getLogger("gpulab.gpu-stack")
@@ -84,6 +84,9 @@ class Stack:
             return
         operand = operands.operand_of(pod)
         node = pod["spec"].get("nodeName", "")
+        if (pod["metadata"].get("labels") or {}).get("app") == faillogs.CUDA_WORKLOAD_APP and node:
+            self.nodes.queue.add(node)  # the CUDA validation's workload pod started: its vectorAdd fails
+            return
         if operand is None or pod["metadata"].get("deletionTimestamp"):
             return
         if operand in reconcile.RESTART_AWARE and event == "ADDED":

@@ -3,8 +3,8 @@
 Each entry is a line the real program logs, unchanged, in its own logger's format (klog's header, logrus' and
 slog's ``key=value`` text, zap's JSON), from the source gpulab pins (``cluster.versions``): k8s-device-plugin v0.19.1
 and the GPU Operator at v25.3.4 (d73a0086a6ba), read in the Go module cache, and the operand images that operator
-release names in its Helm values (container-toolkit v1.17.8, dcgm-exporter 4.3.1-4.4.0; the driver container's
-script at gpu-driver-container 06a208c). A line whose text depends on the host
+release names in its Helm values (dcgm-exporter 4.3.1-4.4.0; the driver container's script at gpu-driver-container
+06a208c); the container toolkit at v1.20.0, what GPU Operator v26.7.0 deploys. A line whose text depends on the host
 (a version string, what a probe found) is left out rather than guessed, so a container's log starts with its first
 line that would read the same on any node. Only start-up lines are here; what a component logs later (and why it
 fails) belongs to the component's own simulation. The pod agent writes these when it starts a container
@@ -44,7 +44,9 @@ CONFIG_MANAGER_MAIN = DP + "cmd/config-manager/main.go:"
 PLUGIN_ENTRYPOINT = OP + "assets/state-device-plugin/0400_configmap.yaml"
 VALIDATOR_DAEMONSET = OP + "assets/state-operator-validation/0500_daemonset.yaml"
 MIG_MANAGER_ENTRYPOINT = OP + "assets/state-mig-manager/0420_configmap.yaml"
-TOOLKIT_RUN = "github.com/NVIDIA/nvidia-container-toolkit@v1.17.8/tools/container/nvidia-toolkit/run.go:"
+# The toolkit GPU Operator v26.7.0 deploys (its values.yaml: v1.20.0), whose image links nvidia-toolkit to
+# nvidia-ctk-installer; its failures are in faillogs, from the same release.
+TOOLKIT_MAIN = "github.com/NVIDIA/nvidia-container-toolkit@v1.20.0/cmd/nvidia-ctk-installer/main.go:"
 DCGM_EXPORTER_APP = "github.com/NVIDIA/dcgm-exporter@4.3.1-4.4.0/pkg/cmd/app.go:"
 DCGM_EXPORTER_VERSION = "4.3.1-4.4.0"  # its Makefile's -X main.BuildVersion=$(DCGM_VERSION)-$(VERSION), hack/VERSION
 DRIVER_SCRIPT = "github.com/NVIDIA/gpu-driver-container@06a208c/ubuntu24.04/nvidia-driver"
@@ -88,12 +90,11 @@ LINES: dict[str, tuple[Line, ...]] = {
         Line("plain", "DRIVER_ARCH is x86_64", DRIVER_SCRIPT, stream="stdout"),
     ),
     # assets/state-container-toolkit/0400_configmap.yaml's entrypoint.sh prints the host-dependent driver-ready file,
-    # then runs nvidia-toolkit: main() parses its arguments and starts the CLI, whose Run() verifies and initializes.
+    # then execs nvidia-toolkit: main() names the CLI (c.Name, whatever argv[0] is), Before() logs the source root it
+    # resolved (host-dependent, left out), Run() initializes.
     "nvidia-container-toolkit-ctr": (
-        Line("logrus", "Parsing arguments", TOOLKIT_RUN + "195"),
-        Line("logrus", "Starting nvidia-toolkit", TOOLKIT_RUN + "123"),
-        Line("logrus", "Verifying Flags", TOOLKIT_RUN + "221"),
-        Line("logrus", "Initializing", TOOLKIT_RUN + "233"),
+        Line("logrus", "Starting nvidia-ctk-installer", TOOLKIT_MAIN + "74"),
+        Line("logrus", "Initializing", TOOLKIT_MAIN + "341"),
     ),
     # The image's entrypoint runs dcgm-exporter (after a warning when it cannot set its capabilities, left out);
     # startDCGMExporter() logs with slog's text handler (--log-format's default).
