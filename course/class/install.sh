@@ -2,7 +2,7 @@
 # The install steps of the class images, in one place: course/class/Containerfile runs each step in its stage, and
 # `course/class/build-image.sh --offline` reads the same lists (Debian packages, Python requirements, the proxy's
 # npm version) to fill its offline base and wheel folder, so the two builds cannot drift
-# (tests/unit/test_class_images_one_source.py checks it).
+# (tests/static/test_class_images_one_source.py checks it).
 #
 #   install.sh source SRC        drop the lab solutions from SRC; move SRC/.offline (the offline build's inputs) out
 #   install.sh system ROLE       install ROLE's Debian packages that the base lacks (learner, hub or build)
