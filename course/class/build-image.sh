@@ -108,19 +108,23 @@ if ! docker image inspect "$BASE_TAG" >/dev/null 2>&1; then
   rm -rf "$ROOTFS"
 fi
 
-# The wheels: what pip resolves for the two images' requirements, under the pins, for this Python (3.11).
-REQS="$(for role in build learner hub; do GPULAB_SRC="$context" sh "$install_sh" requirements "$role"; done \
-        | sed 's/^-e //')"
-WHEEL_KEY="$(cat "$context/course/class/pins.txt" "$context/pyproject.toml" <(echo "$REQS" | sed "s#$context##g") \
-             | sha256sum | cut -c1-12)"
+# The wheels: what pip resolves for the two images' requirements, under the pins, for the base's Python (Debian
+# bookworm's 3.11.2, glibc 2.36), as wheels only. The learner's requirement is the course itself (install.sh
+# requirements learner: an editable gpulab with its `course` extra); pip downloads what pyproject.toml names.
+REQS="$(for role in build hub; do sh "$install_sh" requirements "$role"; done)
+$("$PY" -c 'import sys, tomllib; p = tomllib.load(open(sys.argv[1], "rb"))["project"]
+print("\n".join(p["dependencies"] + p["optional-dependencies"]["course"]))' "$context/pyproject.toml")"
+WHEEL_KEY="$(cat "$context/course/class/pins.txt" <(echo "$REQS") | sha256sum | cut -c1-12)"
 WHEELS="$CLASS/wheels-$WHEEL_KEY"
 if [[ ! -e "$WHEELS/.done" ]]; then
-  log "pip download (the images' Python packages, course/class/pins.txt)"
+  log "pip download (the images' Python packages for Python 3.11.2, course/class/pins.txt)"
   rm -rf "$WHEELS"; mkdir -p "$WHEELS"
-  # shellcheck disable=SC2086  # the requirements are words
-  (cd "$context" && nice -n 10 "$PY" -m pip download -q -d "$WHEELS" \
-     -c course/class/pins.txt $REQS)
-  rm -f "$WHEELS"/gpulab-*  # the course itself comes from the source tree
+  platforms=(); for glibc in $(seq 36 -1 17); do platforms+=(--platform "manylinux_2_${glibc}_x86_64"); done
+  platforms+=(--platform manylinux2014_x86_64 --platform manylinux2010_x86_64 --platform manylinux1_x86_64)
+  mapfile -t reqs <<<"$REQS"
+  (cd "$context" && nice -n 10 "$PY" -m pip download -q --only-binary=:all: --python-version 3.11.2 \
+     --implementation cp --abi cp311 --abi abi3 --abi none "${platforms[@]}" -d "$WHEELS" \
+     -c course/class/pins.txt "${reqs[@]}")
   touch "$WHEELS/.done"
 fi
 

@@ -62,7 +62,9 @@ def test_the_stages_are_the_documented_ones() -> None:
 def test_the_offline_build_reads_its_lists_from_install_sh() -> None:
     script = (CLASS / "build-image.sh").read_text(encoding="utf-8")
     assert 'for role in base learner hub; do sh "$install_sh" debs "$role"' in script
-    assert 'for role in build learner hub; do GPULAB_SRC="$context" sh "$install_sh" requirements "$role"' in script
+    assert 'for role in build hub; do sh "$install_sh" requirements "$role"' in script
+    # The learner's requirement is the course itself; the offline build downloads what pyproject.toml names.
+    assert '["dependencies"] + p["optional-dependencies"]["course"]' in script
     assert 'sh "$install_sh" chp-version' in script
     assert "-c course/class/pins.txt" in script  # pip download under the same pins
     # Both paths build the one Containerfile, the offline one from its local base with no network.
