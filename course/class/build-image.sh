@@ -111,7 +111,7 @@ fi
 # The wheels: what pip resolves for the two images' requirements, under the pins, for the base's Python (Debian
 # bookworm's 3.11.2, glibc 2.36), as wheels only. The learner's requirement is the course itself (install.sh
 # requirements learner: an editable gpulab with its `course` extra); pip downloads what pyproject.toml names.
-REQS="$(for role in build hub; do sh "$install_sh" requirements "$role"; done)
+REQS="$(for role in build hub; do sh "$install_sh" requirements "$role" | tr ' ' '\n'; done)
 $("$PY" -c 'import sys, tomllib; p = tomllib.load(open(sys.argv[1], "rb"))["project"]
 print("\n".join(p["dependencies"] + p["optional-dependencies"]["course"]))' "$context/pyproject.toml")"
 WHEEL_KEY="$(cat "$context/course/class/pins.txt" <(echo "$REQS") | sha256sum | cut -c1-12)"

@@ -291,12 +291,12 @@ def test_a_learner_cannot_reach_another_learners_lab_cluster(tier: Tier) -> None
     node = next(n for n in t.get("nodes")["items"] if not any(
         taint["effect"] == "NoSchedule" for taint in n["spec"].get("taints", [])))
     alloc = node["status"]["allocatable"]
-    mem_req = quantity.parse(class_tier.kube_bytes(t.vals["singleuser"]["memory"]["guarantee"]))
+    mem_req = quantity.parse(class_tier.kube_bytes(t.vals["singleuser"]["memory"]["guarantee"])).value
     cpu_req = float(t.vals["singleuser"]["cpu"]["guarantee"])
     t.figures["pods_per_node"] = {
         "node": node["metadata"]["name"], "allocatable_cpu": alloc["cpu"], "allocatable_memory": alloc["memory"],
-        "fit_by_memory": math.floor(quantity.parse(alloc["memory"]) / mem_req),
-        "fit_by_cpu": math.floor(quantity.parse(alloc["cpu"]) / cpu_req)}
+        "fit_by_memory": math.floor(quantity.parse(alloc["memory"]).value / mem_req),
+        "fit_by_cpu": math.floor(quantity.parse(alloc["cpu"]).value / cpu_req)}
     for user, seen in idle.items():  # the values' guarantee holds an idle learner with their lab cluster
         assert seen["memory_mib"] * 2**20 < mem_req, (user, seen)
 
