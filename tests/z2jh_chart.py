@@ -6,7 +6,9 @@ Transcribed from jupyterhub/zero-to-jupyterhub-k8s at commit 48ea50e34daddde55d7
 scheduling, storage, extra volumes, cloud metadata block, cmd, ``hub.config`` pass-through) and ``z2jh.py``
 (``get_config``, ``set_config_if_not_none``). What shapes the user pod is here, and the idle culler's service and
 role (``cull.*``); not the hub's own pod, the proxy or other services.
-The defaults are ``tests/fixtures/z2jh/chart-defaults.yaml``, copied verbatim from the chart's values.yaml.
+The defaults are ``tests/fixtures/z2jh/chart-values.yaml``, the chart's values.yaml at that commit, verbatim; its
+schema is ``tests/fixtures/z2jh/values.schema.yaml`` (the chart's values.schema.yaml, from which Helm's
+values.schema.json is generated), verbatim from the same commit (BSD-3-Clause, Project Jupyter Contributors).
 
 Not a reimplementation of the chart: KubeSpawner itself renders the pod from this configuration.
 """
@@ -23,7 +25,8 @@ import yaml
 from traitlets.config import Config
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "z2jh"
-CHART_DEFAULTS = FIXTURES / "chart-defaults.yaml"
+CHART_DEFAULTS = FIXTURES / "chart-values.yaml"
+CHART_SCHEMA = FIXTURES / "values.schema.yaml"
 RELEASE = "gpulab-class"
 
 # jupyterhub_config.py: for trait, cfg_key in (...): set_config_if_not_none(c.KubeSpawner, trait, "singleuser." + key)
@@ -62,6 +65,14 @@ def helm_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
         else:
             merged[key] = copy.deepcopy(value)
     return merged
+
+
+def schema_problems(values: dict[str, Any]) -> list[str]:
+    """What the chart's schema refuses in merged values (Helm validates the merged values before rendering)."""
+    import jsonschema
+
+    validator = jsonschema.Draft7Validator(load_yaml(CHART_SCHEMA))
+    return sorted(f"{'.'.join(map(str, e.path)) or '(top)'}: {e.message}" for e in validator.iter_errors(values))
 
 
 def unknown_keys(values: dict[str, Any], defaults: dict[str, Any], prefix: str = "") -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import z2jh_chart
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 VALUES = ROOT / "course" / "class" / "z2jh-values.yaml"
 EXCHANGE_CLAIM = ROOT / "course" / "class" / "nbgrader-exchange-pvc.yaml"
 NAMESPACE = "gpulab-class"
