@@ -249,19 +249,20 @@ def test_two_learners_run_a_lab_in_their_pods_submit_and_are_graded_by_replay(ti
     # bears; every learner's pod runs as uid 1000 (jovyan), so it refuses them all (docs/class-mode.md says why
     # the tier grades the exchange's inbound folder directly).
     t.exec("grader", f"cd ~/course && nbgrader collect {LAB} --update", check=False)
-    refused = json.loads(t.exec("grader", f"cat ~/course/{LAB}-refused.json 2>/dev/null || "
-                                          f"find ~/course -name '*refused*' -exec cat {{}} +").stdout or "[]")
+    refused = json.loads(t.exec("grader", f"cat ~/course/collect-refused-{LAB}.json").stdout)
     assert sorted(r["claims"] for r in refused) == sorted(LEARNERS), refused
     assert {r["owner"] for r in refused} == {"jovyan"}, refused
     started = time.monotonic()
-    graded = t.exec("grader", f"mkdir -p ~/batch && for d in {inbound}/*+{LAB}+*; do n=$(basename $d); "
-                              f"cp -r $d ~/batch/${{n%%+*}}; done && gpulab grade {LAB} --batch ~/batch --json",
+    # Each learner's evidence bundle (it holds their files and their actions), named for the learner.
+    graded = t.exec("grader", f"mkdir -p ~/batch && for d in {inbound}/*+{LAB}+*; do n=$(basename \"$d\"); "
+                              f"cp \"$d/evidence.json\" ~/batch/\"${{n%%+*}}\".json; done && "
+                              f"gpulab grade {LAB} --batch ~/batch --json",
                     timeout=900)
     t.figures["grade_two_by_replay_s"] = round(time.monotonic() - started, 1)
     result = json.loads(graded.stdout[graded.stdout.index("{"):])
     grades = {r["submission"]: (r["score"], r["max_score"]) for r in result["results"]}
     assert result["broken"] == 0, result
-    assert {Path(k).name: v for k, v in grades.items()} == checked, (grades, checked)
+    assert {Path(k).stem: v for k, v in grades.items()} == checked, (grades, checked)
 
 
 def test_a_learner_cannot_reach_another_learners_lab_cluster(tier: Tier) -> None:
