@@ -150,16 +150,22 @@ cp -a "$WHEELS" "$context/.offline/wheels"; rm -f "$context/.offline/wheels/.don
 cp -a "$CHP" "$context/.offline/chp"
 cp -a "$BIN_DIR" "$context/.offline/cache/bin/"
 if [[ -d "$SEEDS" ]]; then cp -a "$SEEDS" "$context/.offline/cache/seeds"; fi
-KEY="$( (git -C "$repo" rev-parse HEAD^{tree}; echo "$BASE_TAG $WHEEL_KEY $CHP_VERSION"; cat "$BIN_DIR/MANIFEST.json") \
-        | sha256sum | cut -c1-12)"
+# The images' key: the committed tree without tests/ (install.sh source removes it from the images), the base, the
+# wheels, the proxy and the binaries. An image of the same key under another tag (an earlier commit that changed
+# only tests) is tagged again instead of rebuilt.
+KEY="$( (git -C "$repo" ls-tree -r HEAD | grep -v $'\ttests/'; echo "$BASE_TAG $WHEEL_KEY $CHP_VERSION"
+         cat "$BIN_DIR/MANIFEST.json") | sha256sum | cut -c1-12)"
 for target in hub learner; do
   image="${prefix}gpulab-$target:$TAG"
-  if [[ "$(docker image inspect "$image" --format '{{index .Config.Labels "gpulab.class.key"}}' 2>/dev/null)" == "$KEY" ]]; then
+  same="$(docker images -q --filter "label=gpulab.class.key=$KEY" --filter "label=gpulab.class.target=$target" | head -1)"
+  if [[ -n "$same" ]]; then
+    docker tag "$same" "$image"
     log "$image is current ($KEY)"
   else
     log "docker build --network none --target $target ($image)"
     (cd "$context" && nice -n 10 docker build -q --network none --build-arg "BASE_IMAGE=$BASE_TAG" \
-       --label "gpulab.class.key=$KEY" -f course/class/Containerfile --target "$target" -t "$image" . >/dev/null)
+       --label "gpulab.class.key=$KEY" --label "gpulab.class.target=$target" -f course/class/Containerfile \
+       --target "$target" -t "$image" . >/dev/null)
   fi
   echo "$image"
 done
