@@ -252,7 +252,7 @@ def test_two_learners_run_a_lab_in_their_pods_submit_and_are_graded_by_replay(ti
     assert checked["bob"][0] < checked["bob"][1], checked  # the untouched lab never gets every point
 
     inbound = f"{class_tier.EXCHANGE_MOUNT}/gpulab/inbound"
-    listed = t.exec("grader", f"ls {inbound}").stdout.split()
+    listed = t.exec("grader", f"ls -1 {inbound}").stdout.splitlines()
     assert sorted(name.split("+")[0] for name in listed) == sorted(LEARNERS), listed
     # nbgrader's collect under the course's safe config takes a submission only from the account whose name it
     # bears; every learner's pod runs as uid 1000 (jovyan), so it refuses them all (docs/class-mode.md says why
@@ -295,8 +295,9 @@ def test_a_learner_cannot_reach_another_learners_lab_cluster(tier: Tier) -> None
     time.sleep(30)
     second = {u: _cgroup_sample(t, p) for u, p in t.pods.items()}
     idle = {u: {"memory_mib": round(second[u]["mem"] / 2**20), "anon_rss_mib": round(second[u]["anon"] / 2**20),
+                # CPU microseconds per second of wall time, in thousandths of a core.
                 "cpu_millicores": round((second[u]["cpu_us"] - first[u]["cpu_us"]) / 1000
-                                        / (second[u]["at"] - first[u]["at"]) * 1000)} for u in t.pods}
+                                        / (second[u]["at"] - first[u]["at"]))} for u in t.pods}
     t.figures["idle_learner_pod"] = idle
     node = next(n for n in t.get("nodes")["items"] if not any(
         taint["effect"] == "NoSchedule" for taint in n["spec"].get("taints", [])))
