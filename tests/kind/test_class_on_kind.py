@@ -271,6 +271,7 @@ def test_two_learners_run_a_lab_in_their_pods_submit_and_are_graded_by_replay(ti
     result = json.loads(graded.stdout[graded.stdout.index("{"):])
     grades = {r["submission"]: (r["score"], r["max_score"]) for r in result["results"]}
     assert result["broken"] == 0, result
+    t.figures["grades"] = {"checked_live": checked, "graded_by_replay": grades}
     assert {Path(k).stem: v for k, v in grades.items()} == checked, (grades, checked)
 
 
