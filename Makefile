@@ -11,14 +11,14 @@ JUPYTER_PORT ?= 8888
 # Each set-up step prints ">> stage NAME: N s" when it ends (.ci/stage), so a slow step shows in any log.
 STAGE := .ci/stage
 
-.PHONY: install setup system-deps python-deps proxy binaries kind-base kind-image course test test-fresh test-unit \
+.PHONY: install setup system-deps python-deps proxy binaries kind-base kind-image class-images course test test-fresh test-unit \
         test-static test-build test-e2e test-kind lint bench
 
 install: system-deps python-deps proxy binaries
 
 # Everything `make test` needs before its first test, with independent steps side by side (the Go builds keep both
 # cores busy; Debian's packages, pip, npm and debootstrap mostly wait on the network or the disk).
-setup: install kind-image
+setup: install kind-image class-images
 
 # Debian packages: Chromium for the real-browser tests, and for the kind tier (`make test`) Docker's engine and
 # debootstrap, in one apt run (two at once would fight over dpkg's lock). Skipped when present or when not root.
@@ -62,6 +62,12 @@ kind-base: python-deps system-deps
 kind-image: install kind-base
 	@$(STAGE) kind-image .ci/kind/node-image.sh
 
+# The class images for the kind tier's class on Kubernetes (course/class/build-image.sh --offline: a debootstrapped
+# Debian bookworm, wheels from pip, the proxy from npm and this machine's control-plane binaries, built with
+# `docker build --network none`; cached under ~/.cache/gpulab/class, so a second run takes seconds).
+class-images: install kind-base
+	@$(STAGE) class-images course/class/build-image.sh --offline >/dev/null
+
 # Jupyter refuses to start as root unless told (containers and CI-like machines run as root).
 JUPYTER_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
@@ -102,7 +108,7 @@ test-build: python-deps
 test-e2e: install
 	$(VENV)/bin/python -m pytest -p no:cacheprovider -m e2e tests
 
-test-kind: kind-image
+test-kind: kind-image class-images
 	$(VENV)/bin/python -m pytest -p no:cacheprovider -m kind tests
 
 lint: python-deps

@@ -5,7 +5,7 @@ capabilities, every capability dropped, RuntimeDefault seccomp, with the request
 nbgrader exchange the values file asks for.
 
 The pod is KubeSpawner's own ``get_pod_manifest()`` (jupyterhub-kubespawner from PyPI), configured as the chart's
-hub config would configure it (tests/e2e/z2jh_chart.py) from our values merged over the chart's defaults. The
+hub config would configure it (tests/z2jh_chart.py) from our values merged over the chart's defaults. The
 same namespace refuses a privileged variant, a hostPath variant, and the pod the chart's defaults would make
 without our override of ``singleuser.cloudMetadata`` (its privileged iptables init container), so the test fails
 whenever Pod Security would stop the real deployment.

@@ -41,5 +41,5 @@ def test_the_set_up_and_the_learner_image_install_it() -> None:
     makefile = (ROOT / "Makefile").read_text()
     assert "install -D -m 644 course/jupyterlab/gpulab.json $(VENV)/$(LAB_OVERRIDES)" in makefile
     assert f"LAB_OVERRIDES := {TARGET}" in makefile
-    image = (ROOT / "course" / "class" / "Containerfile").read_text()
-    assert f"/opt/gpulab/src/course/jupyterlab/gpulab.json \\\n        /opt/gpulab/venv/{TARGET}" in image
+    image = (ROOT / "course" / "class" / "install.sh").read_text()  # every step of course/class/Containerfile
+    assert f'install -D -m 644 "$SRC/course/jupyterlab/gpulab.json" "$VENV/{TARGET}"' in image

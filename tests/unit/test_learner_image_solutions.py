@@ -43,16 +43,23 @@ def _stages(text: str) -> list[list[str]]:
 
 
 def test_the_final_stage_copies_only_the_pruned_source() -> None:
+    """The first stage copies the context and prunes it (``install.sh source`` runs withhold-solutions.sh); the
+    build stage takes its source only from there, and the images' stages copy only from the build stage."""
     stages = _stages(CONTAINERFILE.read_text())
-    assert len(stages) >= 2
+    assert len(stages) >= 3
     first = stages[0]
     assert re.match(r"FROM \S+ AS (\S+)$", first[0], re.IGNORECASE), first[0]
     name = first[0].split()[-1]
-    copy, run = first.index("COPY . /src"), next(i for i, s in enumerate(first) if "withhold-solutions.sh /src" in s)
+    copy, run = first.index("COPY . /src"), next(i for i, s in enumerate(first) if "install.sh source /src" in s)
     assert copy < run
-    final = stages[-1]
-    copies = [s for s in final if s.upper().startswith(("COPY", "ADD"))]
+    install = (REPO / "course" / "class" / "install.sh").read_text()
+    assert 'sh "$root/course/class/withhold-solutions.sh" "$root"' in install
+    build = next(stage for stage in stages if stage[0].endswith(" AS build"))
+    copies = [s for s in build if s.upper().startswith(("COPY", "ADD"))]
     assert copies and all(f"--from={name}" in s for s in copies), copies
+    for final in (stage for stage in stages if stage[0].endswith((" AS learner", " AS hub"))):
+        copies = [s for s in final if s.upper().startswith(("COPY", "ADD"))]
+        assert copies and all("--from=build" in s for s in copies), copies
 
 
 def _tracked(dest: Path) -> None:

@@ -4,8 +4,11 @@ chart's defaults as Helm does, then set KubeSpawner's traits the way the chart's
 Transcribed from jupyterhub/zero-to-jupyterhub-k8s at commit 48ea50e34daddde55d76e30df6ecd47e4abd4d8e:
 ``jupyterhub/files/hub/jupyterhub_config.py`` (the ``singleuser.*`` trait table, image, image pull secrets,
 scheduling, storage, extra volumes, cloud metadata block, cmd, ``hub.config`` pass-through) and ``z2jh.py``
-(``get_config``, ``set_config_if_not_none``). Only what shapes the user pod is here: no hub, proxy or services.
-The defaults are ``tests/fixtures/z2jh/chart-defaults.yaml``, copied verbatim from the chart's values.yaml.
+(``get_config``, ``set_config_if_not_none``). What shapes the user pod is here, and the idle culler's service and
+role (``cull.*``); not the hub's own pod, the proxy or other services.
+The defaults are ``tests/fixtures/z2jh/chart-values.yaml``, the chart's values.yaml at that commit, verbatim; its
+schema is ``tests/fixtures/z2jh/values.schema.yaml`` (the chart's values.schema.yaml, from which Helm's
+values.schema.json is generated), verbatim from the same commit (BSD-3-Clause, Project Jupyter Contributors).
 
 Not a reimplementation of the chart: KubeSpawner itself renders the pod from this configuration.
 """
@@ -13,6 +16,7 @@ Not a reimplementation of the chart: KubeSpawner itself renders the pod from thi
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -20,8 +24,9 @@ from typing import Any
 import yaml
 from traitlets.config import Config
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "z2jh"
-CHART_DEFAULTS = FIXTURES / "chart-defaults.yaml"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "z2jh"
+CHART_DEFAULTS = FIXTURES / "chart-values.yaml"
+CHART_SCHEMA = FIXTURES / "values.schema.yaml"
 RELEASE = "gpulab-class"
 
 # jupyterhub_config.py: for trait, cfg_key in (...): set_config_if_not_none(c.KubeSpawner, trait, "singleuser." + key)
@@ -60,6 +65,14 @@ def helm_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
         else:
             merged[key] = copy.deepcopy(value)
     return merged
+
+
+def schema_problems(values: dict[str, Any]) -> list[str]:
+    """What the chart's schema refuses in merged values (Helm validates the merged values before rendering)."""
+    import jsonschema
+
+    validator = jsonschema.Draft7Validator(load_yaml(CHART_SCHEMA))
+    return sorted(f"{'.'.join(map(str, e.path)) or '(top)'}: {e.message}" for e in validator.iter_errors(values))
 
 
 def unknown_keys(values: dict[str, Any], defaults: dict[str, Any], prefix: str = "") -> list[str]:
@@ -177,6 +190,41 @@ def _storage(values: dict[str, Any], ks: Any) -> None:
         mounts.update({f"{i}-{m['name']}": m for i, m in enumerate(extra_mounts)})
     ks.volumes = volumes
     ks.volume_mounts = mounts
+
+
+def culler(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The chart's idle-culler service and its role (jupyterhub_config.py, ``if get_config("cull.enabled")``), or
+    None when culling is off. The hub runs it as a managed service on the hub's own API port."""
+    if not get_config(values, "cull.enabled", False):
+        return None
+    role: dict[str, Any] = {"name": "jupyterhub-idle-culler",
+                            "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
+                            "services": ["jupyterhub-idle-culler"]}
+    cmd = ["python3", "-m", "jupyterhub_idle_culler", "--url=http://localhost:8081/hub/api"]
+    for key, flag in (("timeout", "--timeout"), ("every", "--cull-every"), ("concurrency", "--concurrency")):
+        if get_config(values, f"cull.{key}"):
+            cmd.append(f"{flag}={get_config(values, f'cull.{key}')}")
+    if get_config(values, "cull.users"):
+        cmd.append("--cull-users")
+        role["scopes"].append("admin:users")
+    if not get_config(values, "cull.adminUsers"):
+        cmd.append("--cull-admin-users=false")
+    if get_config(values, "cull.removeNamedServers"):
+        cmd.append("--remove-named-servers")
+    if get_config(values, "cull.maxAge"):
+        cmd.append(f"--max-age={get_config(values, 'cull.maxAge')}")
+    return {"name": "jupyterhub-idle-culler", "command": cmd}, role
+
+
+def hub_settings(values: dict[str, Any], namespace: str) -> dict[str, Any]:
+    """What the class's hub image reads (course/class/hub_config.py, ``$GPULAB_HUB_SPAWNER_CONFIG``): the spawner
+    configuration as plain JSON, with the culler's service and role under ``_services`` and ``_roles``."""
+    rendered: dict[str, Any] = json.loads(json.dumps(spawner_config(values, namespace)))
+    found = culler(values)
+    if found is not None:
+        rendered["_services"] = {"culler": found[0]}
+        rendered["_roles"] = [found[1]]
+    return rendered
 
 
 def _cloud_metadata(values: dict[str, Any], ks: Any) -> None:
