@@ -30,7 +30,11 @@ def kind_backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KindBacke
     # file in the same worker see the state dir they saw before.
     with pytest.MonkeyPatch.context() as env:
         env.setenv("GPULAB_STATE_DIR", str(root))
-        backend = KindBackend(os.environ.get("GPULAB_KIND_CLUSTER", "gpulab-e2e"), root)
+        # One name per xdist worker: two of this tier's files may run at once (`make test` runs two workers), and
+        # two kind clusters of one name would collide.
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+        default = f"gpulab-e2e-{worker}" if worker else "gpulab-e2e"
+        backend = KindBackend(os.environ.get("GPULAB_KIND_CLUSTER", default), root)
         backend.up(fleet_mod.load("starter"), LogProgress())
         try:
             yield backend
