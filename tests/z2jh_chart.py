@@ -24,6 +24,8 @@ from typing import Any
 import yaml
 from traitlets.config import Config
 
+from cluster.gpu.helm_values import merge as helm_merge  # Helm's coalescing of a values file over the defaults
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "z2jh"
 CHART_DEFAULTS = FIXTURES / "chart-values.yaml"
 CHART_SCHEMA = FIXTURES / "values.schema.yaml"
@@ -51,20 +53,6 @@ def load_yaml(path: Path) -> dict[str, Any]:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert isinstance(data, dict), f"{path}: expected a mapping at the top level"
     return data
-
-
-def helm_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """Helm's coalescing of a user values file over chart defaults: maps merge key by key, anything else
-    (lists included) replaces, and an explicit null removes the default."""
-    merged = copy.deepcopy(base)
-    for key, value in override.items():
-        if value is None:
-            merged.pop(key, None)
-        elif isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = helm_merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
 
 
 def schema_problems(values: dict[str, Any]) -> list[str]:

@@ -78,12 +78,18 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
-func TestLinesGoToTheirStreamsAndAReconnectAsksFromWhereItStopped(t *testing.T) {
+// socketDir is a new folder for the test's socket, short enough for a unix socket's path (t.TempDir's is not).
+func socketDir(t *testing.T) string {
 	dir, err := os.MkdirTemp("/tmp", "wl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func TestLinesGoToTheirStreamsAndAReconnectAsksFromWhereItStopped(t *testing.T) {
+	dir := socketDir(t)
 	asked, mu := serve(t, filepath.Join(dir, logSocketName), func(n int, conn net.Conn) {
 		if n == 0 { // the stack's first life: two lines, then it goes away
 			conn.Write([]byte(frame("stdout", "Starting nvidia-device-plugin\n", 90) +
@@ -112,11 +118,7 @@ func TestLinesGoToTheirStreamsAndAReconnectAsksFromWhereItStopped(t *testing.T) 
 }
 
 func TestAnErrorPrintsNothingAndIsTriedAgain(t *testing.T) {
-	dir, err := os.MkdirTemp("/tmp", "wl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := socketDir(t)
 	asked, mu := serve(t, filepath.Join(dir, logSocketName), func(n int, conn net.Conn) {
 		if n < 2 {
 			conn.Write([]byte(`{"error": "no pod on a100-1 has container 0123456789ab in its status"}` + "\n"))
