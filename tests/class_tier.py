@@ -7,10 +7,13 @@ checks that they and the values file say the same. Nothing here talks to a clust
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import z2jh_chart
+
+from labs.classroom import kubeuids
 
 ROOT = Path(__file__).resolve().parents[1]
 VALUES = ROOT / "course" / "class" / "z2jh-values.yaml"
@@ -102,18 +105,28 @@ def hub(vals: dict[str, Any], admin_token: str) -> list[dict[str, Any]]:
     ]
 
 
-def volumes(storage_class: str, homes: int) -> list[dict[str, Any]]:
+def home_claim(user: str) -> str:
+    """The claim KubeSpawner makes for ``user``'s home (its ``pvc_name_template``, claim-{user_server}, which the
+    chart leaves as it is: singleuser.storage.dynamic.pvcNameTemplate is null) for a plain lower-case name."""
+    assert z2jh_chart.get_config(values("x"), "singleuser.storage.dynamic.pvcNameTemplate") is None
+    return f"claim-{user}"
+
+
+def volumes(storage_class: str, learners: Sequence[str]) -> list[dict[str, Any]]:
     """Persistent volumes on the kind node for the claims KubeSpawner and the exchange make: kind's offline node
     image has no provisioner, so the tier makes them as an administrator would (host paths on the one node; Pod
-    Security judges the pods, which name only their claims). ``homes`` RWO volumes of the values' capacity and the
-    exchange's RWX one, bound to its claim."""
+    Security judges the pods, which name only their claims). One RWO volume of the values' capacity for each
+    learner's home, bound to that learner's claim (its folder is made as the kubelet's fsGroup leaves a volume:
+    ``home_folders``), and the exchange's RWX one, bound to its claim."""
     vals = z2jh_chart.load_yaml(VALUES)
     capacity = z2jh_chart.get_config(vals, "singleuser.storage.capacity")
     modes = z2jh_chart.get_config(vals, "singleuser.storage.dynamic.storageAccessModes")
-    found = [{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"class-home-{i}"},
+    found = [{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"class-home-{user}"},
               "spec": {"capacity": {"storage": capacity}, "accessModes": modes, "storageClassName": storage_class,
-                       "persistentVolumeReclaimPolicy": "Retain", "hostPath": {"path": f"{HOST_DIR}/home-{i}"}}}
-             for i in range(homes)]
+                       "persistentVolumeReclaimPolicy": "Retain",
+                       "claimRef": {"namespace": NAMESPACE, "name": home_claim(user)},
+                       "hostPath": {"path": f"{HOST_DIR}/home-{user}"}}}
+             for user in learners]
     claim = exchange_claim(storage_class)
     found.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "class-exchange"},
                   "spec": {"capacity": claim["spec"]["resources"]["requests"], "accessModes": ["ReadWriteMany"],
@@ -121,6 +134,17 @@ def volumes(storage_class: str, homes: int) -> list[dict[str, Any]]:
                            "claimRef": {"namespace": NAMESPACE, "name": claim["metadata"]["name"]},
                            "hostPath": {"path": f"{HOST_DIR}/exchange"}}})
     return found
+
+
+def host_folders(learners: Sequence[str]) -> str:
+    """A shell command making the volumes' host folders on a kind node. A home as a volume with fsGroup support
+    comes to its pod (the kubelet's ownership change for the pod's fsGroup, which is the learner's own uid here:
+    course/class/z2jh-values.yaml, hub.extraConfig): owned by root, group the fsGroup, group-writable and setgid.
+    The exchange's root belongs to the instructor (the images' uid 1000, which the grader runs as): nbgrader's
+    release makes the course's folders in it, learners write only where those let them."""
+    homes = " && ".join(f"install -d -m 2770 -o 0 -g {kubeuids.learner_uid(user)} {HOST_DIR}/home-{user}"
+                        for user in learners)
+    return f"{homes} && install -d -m 0755 -o {kubeuids.INSTRUCTOR_UID} -g 100 {HOST_DIR}/exchange"
 
 
 def exchange_claim(storage_class: str) -> dict[str, Any]:

@@ -206,12 +206,17 @@ def culler(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | No
 
 def hub_settings(values: dict[str, Any], namespace: str) -> dict[str, Any]:
     """What the class's hub image reads (course/class/hub_config.py, ``$GPULAB_HUB_SPAWNER_CONFIG``): the spawner
-    configuration as plain JSON, with the culler's service and role under ``_services`` and ``_roles``."""
+    configuration as plain JSON, with the culler's service and role under ``_services`` and ``_roles``, and the
+    values' ``hub.extraConfig`` snippets under ``_extra_config`` (the hub runs them last, in key order, as the
+    chart's hub config does)."""
     rendered: dict[str, Any] = json.loads(json.dumps(spawner_config(values, namespace)))
     found = culler(values)
     if found is not None:
         rendered["_services"] = {"culler": found[0]}
         rendered["_roles"] = [found[1]]
+    extra = get_config(values, "hub.extraConfig", {}) or {}
+    if extra:
+        rendered["_extra_config"] = {str(key): str(code) for key, code in extra.items()}
     return rendered
 
 

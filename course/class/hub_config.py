@@ -8,6 +8,8 @@ course/class/z2jh-values.yaml the way the Zero to JupyterHub chart's own hub con
 tier renders it with tests/z2jh_chart.py). With the chart itself, the chart's hub image and config take this
 file's place; the values file is the same.
 
+The values' ``hub.extraConfig`` snippets come in the same file and run last, as the chart runs them.
+
 An admin token for the hub's REST API (``$GPULAB_HUB_ADMIN_TOKEN``, from a Secret) is given to a service named
 ``class-admin``; without it no such service exists.
 """
@@ -37,9 +39,11 @@ c.KubeSpawner.start_timeout = 600
 c.KubeSpawner.http_timeout = 120
 
 _spawner = os.environ.get("GPULAB_HUB_SPAWNER_CONFIG", "/etc/gpulab-hub/spawner.json")
+_extra_config: dict = {}
 if os.path.exists(_spawner):
     with open(_spawner, encoding="utf-8") as _fh:
         _rendered = json.load(_fh)
+    _extra_config = _rendered.pop("_extra_config", {})
     for _section, _settings in _rendered.pop("_services", {}).items():
         c.JupyterHub.services = [*c.JupyterHub.get("services", []), _settings]
     c.JupyterHub.load_roles = [*c.JupyterHub.get("load_roles", []), *_rendered.pop("_roles", [])]
@@ -52,3 +56,9 @@ if _token:
     c.JupyterHub.load_roles = [*c.JupyterHub.get("load_roles", []), {
         "name": "class-admin", "services": ["class-admin"],
         "scopes": ["admin:users", "admin:servers", "access:servers", "list:users", "read:users"]}]
+
+# The values' hub.extraConfig snippets, last and in key order, as the chart's hub config runs them (the learners'
+# own uids among them: course/class/z2jh-values.yaml, "gpulab-learner-uids").
+for _key, _code in sorted(_extra_config.items()):
+    print(f"Loading extra config: {_key}")
+    exec(compile(_code, f"hub.extraConfig.{_key}", "exec"))

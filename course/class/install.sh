@@ -113,8 +113,11 @@ case "${1:-}" in
   build) build ;;
   learner)
     account
-    # The learner's own: the binaries' cache (the etcd seed may be remade there), the exchange's mount point.
-    chown -R "$NB_UID:$NB_GID" "$CACHE"
+    # The binaries' cache, the etcd seed among them: readable by every uid and writable by none, for each
+    # learner's pod runs as a uid of its own (course/class/z2jh-values.yaml, hub.extraConfig). The exchange's
+    # mount point is the instructor's account's, as the exchange's root is.
+    chown -R 0:0 "$CACHE"
+    chmod -R a+rX,go-w "$CACHE"
     install -d -o "$NB_UID" -g "$NB_GID" /srv/nbgrader/exchange
     install -D -m 644 "$SRC/course/class/nbgrader_config.py" /etc/jupyter/nbgrader_config.py
     ;;

@@ -19,7 +19,8 @@ The class's ``nbgrader_config.py`` (``hubconfig.NBGRADER_CONFIG``, written by ``
   alone (0755, not nbgrader's 0777), and collect refuses a folder holding anything of another account's.
 - ``CheckedRelease`` as the exchange's release (``ExchangeFactory.release_assignment``): Release, from
   formgrader or ``nbgrader release_assignment``, refuses a release folder that holds anything but the lab's
-  notebook or a cell with a solution or hidden tests (``loop.release_problems``, as ``gpulab class release``).
+  notebook or a cell with a solution or hidden tests (``loop.release_problems``, as ``gpulab class release``),
+  and gives the inbound folder the sticky bit, so that no learner can rename or remove another's submission.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import stat
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -36,11 +38,12 @@ from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.exchange.default.release_assignment import ExchangeReleaseAssignment
 from nbgrader.exchange.default.submit import ExchangeSubmit
 from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Enum
 
 from cluster.kube.client import Client
 from graders import bundle
 from labs import catalog, nbgrader_autograde
-from labs.classroom import loop
+from labs.classroom import kubeuids, loop
 from labs.grader_cluster import GraderCluster
 
 
@@ -105,14 +108,19 @@ class CheckedRelease(ExchangeReleaseAssignment):  # type: ignore[misc]  # nbgrad
             self.log.error(message)  # nbgrader's apps print an ExchangeError's class, not its text
             raise ExchangeError(message)
         super().copy_files()
+        # The inbound folder is writable by every learner (nbgrader's 2733), so without the sticky bit anyone who
+        # learnt the name of another learner's submission could rename it out of collect's way. With it, only a
+        # folder's owner (and the instructor, who owns the inbound folder) can rename or remove it.
+        inbound = os.stat(self.inbound_path)
+        os.chmod(self.inbound_path, stat.S_IMODE(inbound.st_mode) | stat.S_ISVTX)
 
 
-def _foreign_entries(folder: str, owner: str) -> bool:
-    """Whether anything in the submission ``folder`` belongs to another account, or is a link."""
+def _foreign_entries(folder: str, uid: int) -> bool:
+    """Whether anything in the submission ``folder`` belongs to another uid than ``uid``, or is a link."""
     for dirpath, dirnames, filenames in os.walk(folder):
         for name in (*dirnames, *filenames):
             path = os.path.join(dirpath, name)
-            if os.path.islink(path) or owner_name(path) != owner:
+            if os.path.islink(path) or os.lstat(path).st_uid != uid:
                 return True
     return False
 
@@ -129,12 +137,27 @@ def owner_name(path: str) -> str:
 class CheckedCollect(ExchangeCollect):  # type: ignore[misc]  # nbgrader is untyped
     """The exchange's collect, taking a submission only from the learner whose folder it is."""
 
+    learner_uids = Enum(("accounts", "by-name"), default_value="accounts", config=True, help=(
+        "How a learner's uid is known. 'accounts': each learner is a system account of that name (a class on one "
+        "host). 'by-name': each learner's pod runs as labs.classroom.kubeuids.learner_uid of their hub name (a "
+        "class on Kubernetes, course/class/z2jh-values.yaml)."))
+
     src_records: list[dict[str, Any]]  # set by nbgrader's init_src: the newest record of each name
+
+    def learner_uid(self, name: str) -> int | None:
+        """The uid that learner ``name``'s files have, or None where no learner has that name."""
+        if self.learner_uids == "by-name":
+            return kubeuids.learner_uid(name)
+        try:
+            return pwd.getpwnam(name).pw_uid
+        except KeyError:
+            return None
 
     def _path_to_record(self, path: str) -> dict[str, Any]:
         record: dict[str, Any] = super()._path_to_record(path)
         owner = owner_name(path)
-        if os.path.islink(path) or owner != record["username"] or _foreign_entries(path, owner):
+        uid = self.learner_uid(record["username"])
+        if os.path.islink(path) or uid is None or os.lstat(path).st_uid != uid or _foreign_entries(path, uid):
             # A group of its own (no learner has this name), so it can never be the named learner's newest.
             record["claimed"], record["owner"] = record["username"], owner
             record["username"] = f"\0refused {record['filename']}"
@@ -165,8 +188,16 @@ class CheckedCollect(ExchangeCollect):  # type: ignore[misc]  # nbgrader is unty
 class CheckedSubmit(ExchangeSubmit):  # type: ignore[misc]  # nbgrader is untyped
     """The exchange's submit, leaving the submission folder writable by its learner alone. nbgrader makes it 0777
     (so that an instructor may delete it later), which let anyone who learnt its name put files into another
-    learner's submission or remove theirs; 0755 keeps it readable for collect."""
+    learner's submission or remove theirs; 0755 keeps it readable for collect. Nothing in it stays writable by
+    group or others either (a notebook the learner made 0666 would otherwise be open to every learner who can
+    find it)."""
 
     def copy_files(self) -> None:
         super().copy_files()
-        os.chmod(os.path.join(self.inbound_path, self.assignment_filename), 0o755)
+        folder = os.path.join(self.inbound_path, self.assignment_filename)
+        os.chmod(folder, 0o755)
+        for dirpath, dirnames, filenames in os.walk(folder):
+            for name in (*dirnames, *filenames):
+                path = os.path.join(dirpath, name)
+                if not os.path.islink(path):
+                    os.chmod(path, stat.S_IMODE(os.lstat(path).st_mode) & ~0o022)

@@ -36,6 +36,7 @@ from cluster import binaries, fleet as fleet_mod, quantity, versions
 from cluster.backends import kindtool
 from cluster.backends.kind import KindBackend
 from cluster.progress import LogProgress
+from labs.classroom import kubeuids
 
 pytestmark = [pytest.mark.timeout(2400)]
 
@@ -73,7 +74,8 @@ class Tier:
 
     def exec(self, pod: str, script: str, *, input: str | None = None, timeout: float = 600,
              check: bool = True) -> subprocess.CompletedProcess[str]:
-        """A shell in the pod's first container, as its user (the image's uid 1000), in its home folder."""
+        """A shell in the pod's first container, as its user (a learner's own uid; the grader's is the image's
+        1000), in its home folder."""
         return self.run("-n", NS, "exec", *(["-i"] if input is not None else []), pod, "--", "bash", "-c",
                         f"cd ~ && {script}", input=input, timeout=timeout, check=check)
 
@@ -165,15 +167,14 @@ def _deploy(t: Tier, hub_image: str, learner_image: str) -> None:
     t.figures["image_load_s"] = round(time.monotonic() - started, 1)
     # The host folders behind the tier's volumes, on every node (kind's nodes are containers of our Docker).
     for node in _node_containers(t):
-        subprocess.run(["docker", "exec", node, "sh", "-c",
-                        f"install -d -m 0755 -o 1000 -g 100 {class_tier.HOST_DIR}/home-0 {class_tier.HOST_DIR}/home-1"
-                        f" && install -d -m 1777 {class_tier.HOST_DIR}/exchange"], check=True, timeout=60)
+        subprocess.run(["docker", "exec", node, "sh", "-c", class_tier.host_folders(LEARNERS)], check=True,
+                       timeout=60)
     classes = t.get("storageclasses")["items"]
     default = [c["metadata"]["name"] for c in classes if c["metadata"].get("annotations", {}).get(
         "storageclass.kubernetes.io/is-default-class") == "true"]
     assert default, f"kind made no default StorageClass: {[c['metadata']['name'] for c in classes]}"
     t.apply([class_tier.namespace()])
-    t.apply(class_tier.volumes(default[0], homes=len(LEARNERS)))
+    t.apply(class_tier.volumes(default[0], LEARNERS))
     t.apply([class_tier.exchange_claim(default[0]), *class_tier.hub_rbac(),
              *class_tier.hub(t.vals, secrets.token_hex(32)), class_tier.grader(t.vals)])
     t.run("-n", NS, "rollout", "status", "deploy/hub", "--timeout=300s", timeout=320)
@@ -230,6 +231,12 @@ def test_two_learners_run_a_lab_in_their_pods_submit_and_are_graded_by_replay(ti
         spec = t.get("-n", NS, "pod", pod)["spec"]
         container = spec["containers"][0]
         assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+        # A uid, group and fsGroup of the learner's own (the values' hub.extraConfig), as the kernel sees it.
+        uid = kubeuids.learner_uid(user)
+        assert (container["securityContext"]["runAsUser"], container["securityContext"]["runAsGroup"],
+                spec["securityContext"]["fsGroup"]) == (uid, uid, uid), (container["securityContext"],
+                                                                         spec["securityContext"])
+        assert t.exec(pod, "id -u; id -g").stdout.split() == [str(uid), str(uid)]
         env = {e["name"]: e.get("value") for e in container.get("env", [])}
         assert env.get("JUPYTERHUB_USER") == user
         # The lab cluster starts inside the pod on the first lab step (the image's GPULAB_CLUSTER_ON_DEMAND).
@@ -254,19 +261,41 @@ def test_two_learners_run_a_lab_in_their_pods_submit_and_are_graded_by_replay(ti
     inbound = f"{class_tier.EXCHANGE_MOUNT}/gpulab/inbound"
     listed = t.exec("grader", f"ls -1 {inbound}").stdout.splitlines()
     assert sorted(name.split("+")[0] for name in listed) == sorted(LEARNERS), listed
-    # nbgrader's collect under the course's safe config takes a submission only from the account whose name it
-    # bears; every learner's pod runs as uid 1000 (jovyan), so it refuses them all (docs/class-mode.md says why
-    # the tier grades the exchange's inbound folder directly).
-    t.exec("grader", f"cd ~/course && nbgrader collect {LAB} --update", check=False)
+    bobs = next(name for name in listed if name.startswith("bob+"))
+
+    # ann against bob's work, as another learner would try: even knowing the folder's name (learners cannot list
+    # the inbound folder), she can neither change nor remove what bob handed in, and a folder she hands in under
+    # his name is refused by collect. Her forgery holds her own evidence, which scores more than his.
+    ann = t.pods["ann"]
+    before = t.exec("grader", f"ls -la --full-time {inbound}/{bobs}").stdout
+    attempts = {
+        "list": f"ls {inbound}",
+        "add a file": f"touch '{inbound}/{bobs}/extra.json'",
+        "overwrite": f"echo '{{}}' > '{inbound}/{bobs}/evidence.json'",
+        "remove": f"rm -rf '{inbound}/{bobs}'",
+        "rename": f"mv '{inbound}/{bobs}' '{inbound}/{bobs}.old'",
+    }
+    for what, script in attempts.items():
+        tried = t.exec(ann, script, check=False)
+        # EACCES from the folders' modes; EPERM from the inbound folder's sticky bit (CheckedRelease) for the rename.
+        assert tried.returncode != 0 and any(
+            e in tried.stderr for e in ("Permission denied", "Operation not permitted")), (what, tried.stdout,
+                                                                                             tried.stderr)
+    forged = t.exec(ann, f"nbgrader submit {LAB} --student=bob", check=False)
+    assert forged.returncode == 0, forged.stdout + forged.stderr  # nbgrader takes it; collect must not
+    assert t.exec("grader", f"ls -la --full-time {inbound}/{bobs}").stdout == before, "bob's submission changed"
+    assert bobs in t.exec("grader", f"ls -1 {inbound}").stdout.split(), "bob's submission is gone"
+
+    # The instructor's collect (the course's CheckedCollect, learner_uids "by-name" in the image's nbgrader
+    # config) takes each learner's own folder, by its owner's uid, and refuses ann's one in bob's name.
+    t.exec("grader", f"cd ~/course && nbgrader collect {LAB} --update")
     refused = json.loads(t.exec("grader", f"cat ~/course/collect-refused-{LAB}.json").stdout)
-    assert sorted(r["claims"] for r in refused) == sorted(LEARNERS), refused
-    assert {r["owner"] for r in refused} == {"jovyan"}, refused
+    assert [(r["claims"], r["owner"]) for r in refused] == [("bob", f"uid {kubeuids.learner_uid('ann')}")], refused
     started = time.monotonic()
-    # Each learner's evidence bundle (it holds their files and their actions), named for the learner.
-    graded = t.exec("grader", f"mkdir -p ~/batch && for d in {inbound}/*+{LAB}+*; do n=$(basename \"$d\"); "
-                              f"cp \"$d/evidence.json\" ~/batch/\"${{n%%+*}}\".json; done && "
-                              f"gpulab grade {LAB} --batch ~/batch --json",
-                    timeout=900)
+    # Each learner's collected evidence bundle (it holds their files and their actions), named for the learner.
+    graded = t.exec("grader", "mkdir -p ~/batch && " + " && ".join(
+        f"cp ~/course/submitted/{user}/{LAB}/evidence.json ~/batch/{user}.json" for user in LEARNERS) +
+        f" && gpulab grade {LAB} --batch ~/batch --json", timeout=900)
     t.figures["grade_two_by_replay_s"] = round(time.monotonic() - started, 1)
     result = json.loads(graded.stdout[graded.stdout.index("{"):])
     grades = {r["submission"]: (r["score"], r["max_score"]) for r in result["results"]}

@@ -97,7 +97,8 @@ def test_an_assignment_that_is_not_a_lab_is_refused_at_release_and_at_autograde_
     assert not marker.exists(), "Autograde executed the learner's notebook"
 
 
-def _inbound(cd: layout.ClassDir, learner: str, stamp: str, owner: str, note: str) -> Path:
+def _inbound(cd: layout.ClassDir, learner: str, stamp: str, owner: str | int, note: str) -> Path:
+    """A submission folder of ``learner``'s name in the inbound folder, owned by the account ``owner`` (or uid)."""
     import pwd
 
     folder = cd.exchange / "gpulab" / "inbound" / f"{learner}+{LAB}+{stamp}+{note}"
@@ -106,7 +107,7 @@ def _inbound(cd: layout.ClassDir, learner: str, stamp: str, owner: str, note: st
                     folder / f"{LAB}.ipynb")
     (folder / "note.txt").write_text(note)
     (folder / "timestamp.txt").write_text(stamp)
-    uid = pwd.getpwnam(owner).pw_uid
+    uid = owner if isinstance(owner, int) else pwd.getpwnam(owner).pw_uid
     for path in (folder, *folder.iterdir()):
         os.lchown(path, uid, uid)
     return folder
@@ -130,17 +131,49 @@ def test_collect_takes_a_submission_only_from_the_learner_whose_folder_it_is(tmp
                                         "claims": "daemon", "owner": "nobody"}]
 
 
+def test_collect_by_name_takes_a_folder_only_from_the_uid_the_name_has(tmp_path: Path) -> None:
+    """On Kubernetes each learner's pod runs as ``kubeuids.learner_uid`` of their name and no learner has an
+    account: with ``learner_uids = "by-name"`` collect takes ann's folder, made by her uid, and refuses a newer one
+    in her name made by bob's uid (and one by the instructor's uid, which no learner has)."""
+    from labs.classroom import kubeuids
+
+    require(os.geteuid() == 0, "giving folders to other uids needs root")
+    root = _course(tmp_path)
+    with (root / "nbgrader_config.py").open("a", encoding="utf-8") as fh:
+        fh.write('c.CheckedCollect.learner_uids = "by-name"\n')
+    cd = layout.ClassDir(tmp_path / "class")
+    ann, bob = kubeuids.learner_uid("ann"), kubeuids.learner_uid("bob")
+    _inbound(cd, "ann", "2026-01-15 12:00:00.000000 UTC", ann, "real")
+    _inbound(cd, "ann", "2026-01-15 13:00:00.000000 UTC", bob, "forged")
+    _inbound(cd, "bob", "2026-01-15 12:30:00.000000 UTC", bob, "own")
+    _inbound(cd, "bob", "2026-01-15 14:00:00.000000 UTC", kubeuids.INSTRUCTOR_UID, "instructors")
+
+    course_nbgrader.run_nbgrader(["collect", LAB, "--update"], root)
+
+    assert (root / "submitted" / "ann" / LAB / "note.txt").read_text() == "real"
+    assert (root / "submitted" / "bob" / LAB / "note.txt").read_text() == "own"
+    assert sorted((r["claims"], r["folder"].rsplit("+", 1)[1]) for r in loop.refused(root, LAB)) == [
+        ("ann", "forged"), ("bob", "instructors")]
+
+
 def test_a_submission_folder_is_writable_by_its_learner_alone(tmp_path: Path) -> None:
-    """nbgrader's submit leaves the folder 0777; the class's submit makes it 0755 (no one else may add or remove
-    files in it), and collect still reads it."""
+    """nbgrader's submit leaves the folder 0777; the class's submit makes it 0755 and nothing in it writable by
+    group or others (no one else may add, change or remove files in it), release gives the inbound folder the
+    sticky bit (no one else may rename or remove the folder), and collect still reads it."""
     root = _course(tmp_path)
     course_nbgrader.run_nbgrader(["release_assignment", LAB, "--force"], root)
+    inbound_dir = tmp_path / "class" / "exchange" / "gpulab" / "inbound"
+    assert inbound_dir.stat().st_mode & 0o7777 == 0o3733, oct(inbound_dir.stat().st_mode)
     work = tmp_path / "learner" / LAB
     work.mkdir(parents=True)
     shutil.copyfile(root / "release" / LAB / f"{LAB}.ipynb", work / f"{LAB}.ipynb")
+    (work / "notes.txt").write_text("mine")
+    (work / "notes.txt").chmod(0o666)
     course_nbgrader.run_nbgrader(["submit", str(work), "--assignment", LAB], root)
-    inbound = list((tmp_path / "class" / "exchange" / "gpulab" / "inbound").iterdir())
+    inbound = list(inbound_dir.iterdir())
     assert len(inbound) == 1 and inbound[0].stat().st_mode & 0o7777 == 0o755, oct(inbound[0].stat().st_mode)
+    modes = {p.name: p.stat().st_mode & 0o022 for p in inbound[0].iterdir()}
+    assert {f"{LAB}.ipynb", "notes.txt", "timestamp.txt"} <= set(modes) and not any(modes.values()), modes
     course_nbgrader.run_nbgrader(["collect", LAB, "--update"], root)
     assert list((root / "submitted").glob(f"*/{LAB}/{LAB}.ipynb"))
 

@@ -78,7 +78,7 @@ def test_the_exchange_is_the_one_claim_at_nbgrader_s_root() -> None:
     assert {v["name"]: v.get("persistentVolumeClaim", {}).get("claimName") for v in grader["volumes"]}[
         "exchange"] == claim["metadata"]["name"]
     assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
-    exchange_pv = class_tier.volumes("standard", 2)[-1]["spec"]
+    exchange_pv = class_tier.volumes("standard", ["ann", "bob"])[-1]["spec"]
     assert exchange_pv["accessModes"] == ["ReadWriteMany"]
     assert exchange_pv["claimRef"]["name"] == claim["metadata"]["name"]
 
@@ -113,3 +113,20 @@ def test_pod_security_and_scheduling_match_the_tier() -> None:
     hub = next(o for o in objects if o["kind"] == "Deployment")["spec"]["template"]["spec"]
     assert hub["securityContext"]["runAsNonRoot"] is True
     assert hub["containers"][0]["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_each_learner_gets_a_uid_of_their_own_in_the_tier_as_in_the_values() -> None:
+    """The values' extraConfig (one uid per learner, tests/unit/test_class_learner_uids.py) reaches the tier's hub
+    unchanged, the learner image's collect knows learners by that uid, and the tier's volumes are made for it."""
+    vals, spawner, _ = _tier()
+    ours = z2jh_chart.load_yaml(class_tier.VALUES)["hub"]["extraConfig"]
+    assert spawner["_extra_config"] == ours and "gpulab-learner-uids" in ours
+    hub_config = (CLASS / "hub_config.py").read_text(encoding="utf-8")
+    assert 'for _key, _code in sorted(_extra_config.items()):' in hub_config
+    config = (CLASS / "nbgrader_config.py").read_text(encoding="utf-8")
+    assert 'c.CheckedCollect.learner_uids = "by-name"' in config
+    from labs.classroom import kubeuids
+
+    folders = class_tier.host_folders(["ann"])
+    assert f"-g {kubeuids.learner_uid('ann')} {class_tier.HOST_DIR}/home-ann" in folders
+    assert f"-o {kubeuids.INSTRUCTOR_UID} -g 100 {class_tier.HOST_DIR}/exchange" in folders
