@@ -43,6 +43,13 @@ def test_the_cgroup_names_the_pod_and_container_with_either_driver() -> None:
     assert logsocket.identify(systemd) == (UID, CID)
     assert logsocket.identify("0::/user.slice/user-0.slice/session-1.scope\n") is None
     assert logsocket.identify(f"1:cpu:/kubepods/pod{UID}\n") is None  # the pod's own cgroup: no container
+    guaranteed = f"0::/system.slice/docker-{'a' * 64}.scope/kubelet/kubepods/pod{UID}/{CID}\n"  # kind's node, v2
+    assert logsocket.identify(guaranteed) == (UID, CID)
+    # The same names in a cgroup a user made (a subtree systemd delegates to them), or below a container's own
+    # cgroup, name no pod.
+    assert logsocket.identify(f"0::/user.slice/user-1000.slice/user@1000.service/pod{UID}/{CID}\n") is None
+    assert logsocket.identify(f"0::/kubepods/besteffort/pod{UID}/{CID}/mine\n") is None
+    assert logsocket.identify(f"0::/kubepods/besteffort/pod{UID}/x/{CID}\n") is None
 
 
 def test_the_pods_status_gives_the_instance() -> None:
@@ -201,3 +208,66 @@ def test_on_kind_the_stack_starts_each_instances_log_with_the_programs_first_lin
     assert store.read(ref.instance(1)).count(b"Starting nvidia-device-plugin") == 1
     stack.start_container_logs(store, "DELETED", pod)
     assert not store.path(ref).parent.exists()
+
+
+def test_another_pods_container_gets_its_own_lines_never_this_ones(root: Path) -> None:
+    """Two pods on one node: what the stack logs for one is never sent to a process of the other, whatever
+    offset it asks from."""
+    other_uid, other_cid = "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f", "e" * 64
+    mine, theirs = _pod(), _pod(cid=other_cid)
+    theirs["metadata"] = {**theirs["metadata"], "uid": other_uid, "name": "learners-job"}
+    store = logstore.LogStore(root / "logs")
+    pods = [mine, theirs]
+    ref, other = logsocket.instance(pods, UID, CID), logsocket.instance(pods, other_uid, other_cid)
+    assert ref is not None and other is not None
+    store.write(ref, "a line of the MIG manager's")
+    store.write(other, "the job's own line")
+
+    async def main() -> list[dict[str, Any]]:
+        sockets = logsocket.LogSockets(root / "devices", store, _on(pods),
+                                       proc=_proc(root, f"0::/kubepods/besteffort/pod{other_uid}/{other_cid}\n"))
+        await sockets.ensure(NODE)
+        try:
+            got = []
+            for offset in (0, 10**12):  # past its end: read as a rotated log, from its start
+                reader, writer = await _connect(sockets.path(NODE), json.dumps({"offset": offset}).encode() + b"\n")
+                got.append(await _frame(reader))
+                writer.close()
+            return got
+        finally:
+            await sockets.close()
+    got = asyncio.run(main())
+    assert [f["text"] for f in got] == ["the job's own line\n", "the job's own line\n"], got
+
+
+def test_hostile_clients_get_nothing_and_leave_the_socket_serving(root: Path) -> None:
+    """A process in a container owns its end of the socket: a request past the limit is refused, one that never
+    ends its line does not hold up the next client, and the next honest request is answered."""
+    store = logstore.LogStore(root / "logs")
+    pods = [_pod()]
+    ref = logsocket.instance(pods, UID, CID)
+    assert ref is not None
+    store.write(ref, "honest")
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any], float]:
+        sockets = logsocket.LogSockets(root / "devices", store, _on(pods),
+                                       proc=_proc(root, f"0::/kubepods/pod{UID}/{CID}\n"))
+        await sockets.ensure(NODE)
+        path = sockets.path(NODE)
+        try:
+            reader, writer = await _connect(path, b'{"offset": ' + b"9" * (logsocket.MAX_REQUEST + 1024) + b"}\n")
+            flood = await _frame(reader)
+            writer.close()
+            _, silent = await _connect(path, b'{"offset": ')  # never finishes its line
+            started = asyncio.get_running_loop().time()
+            reader, writer = await _connect(path, b'{"offset": 0}\n')
+            honest = await _frame(reader)
+            waited = asyncio.get_running_loop().time() - started
+            writer.close()
+            silent.close()
+            return flood, honest, waited
+        finally:
+            await sockets.close()
+    flood, honest, waited = asyncio.run(main())
+    assert flood == {"error": 'malformed request: want one line {"offset": N}'}
+    assert honest["text"] == "honest\n" and waited < 5

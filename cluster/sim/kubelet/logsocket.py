@@ -42,19 +42,24 @@ IDENTIFY_WAIT = 30.0  # how long a new container may wait for its pod's status t
 RECHECK = 5.0  # a follower reads its file at least this often (a write from another process, a rotation)
 MAX_REQUEST = 4096
 _UID = r"[0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12}"
-_POD_UID = re.compile(rf"pod({_UID})")  # cgroupfs: pod<uid>; systemd: ...-pod<uid with '_'>.slice
-_CONTAINER_ID = re.compile(r"(?:^|[/-])([0-9a-f]{64})(?:\.scope)?$")  # cgroupfs: /<id>; systemd: cri-containerd-<id>.scope
+_POD_UID = re.compile(rf"(?:[a-z0-9_-]*-)?pod({_UID})(?:\.slice)?")  # cgroupfs: pod<uid>; systemd: ...-pod<uid, '_'>.slice
+_CONTAINER_ID = re.compile(r"(?:[a-z-]*-)?([0-9a-f]{64})(?:\.scope)?")  # cgroupfs: <id>; systemd: cri-containerd-<id>.scope
 
 PodsOn = Callable[[str], Iterable[dict[str, Any]]]
 
 
 def identify(cgroup: str) -> tuple[str, str] | None:
-    """The pod UID and container ID that a process's ``/proc/<pid>/cgroup`` names, or None (not a pod's container)."""
+    """The pod UID and container ID that a process's ``/proc/<pid>/cgroup`` names, or None (not a pod's container).
+    Only the kubelet's layout counts: a container's cgroup is the last part of the path, right below its pod's,
+    which is below the kubelet's ``kubepods`` (so a cgroup that a user made in a subtree delegated to them, with
+    the same names elsewhere, names no pod)."""
     for line in cgroup.splitlines():
-        path = line.split(":", 2)[-1].rstrip("/")
-        uid, cid = _POD_UID.search(path), _CONTAINER_ID.search(path)
-        if uid and cid:
-            return uid.group(1).replace("_", "-"), cid.group(1)
+        parts = line.split(":", 2)[-1].rstrip("/").split("/")
+        if len(parts) < 3:
+            continue
+        pod, container = _POD_UID.fullmatch(parts[-2]), _CONTAINER_ID.fullmatch(parts[-1])
+        if pod and container and any("kubepods" in part for part in parts[:-1]):
+            return pod.group(1).replace("_", "-"), container.group(1)
     return None
 
 
