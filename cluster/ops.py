@@ -12,6 +12,7 @@ consumption by default"). An existing namespace is never taken over: only one ca
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,8 @@ from typing import Any
 from cluster import errors
 from cluster.kube import kubeconfig
 from cluster.kube.client import Client
+
+log = logging.getLogger(__name__)
 
 TENANT_SA = "tenant"
 TENANT_ROLE = "gpulab:tenant"
@@ -136,6 +139,12 @@ def wait_nodes_ready(client: Client, names: set[str], timeout: float) -> list[No
         except errors.ApiError:
             rv = None  # the watch was refused (an expired resourceVersion): list again
             time.sleep(0.2)
+        except errors.ClusterError as exc:
+            # The stream broke part-way (the server closed the connection mid-response): a watch may end at any
+            # time, so list again. A server that is really gone fails that list, with its own message.
+            log.debug("watch of nodes broke (%s); listing again", exc)
+            rv = None
+            time.sleep(0.5)
 
 
 def _ensure(client: Client, path: str, body: dict[str, Any]) -> None:
