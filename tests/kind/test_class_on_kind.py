@@ -267,7 +267,7 @@ def test_two_learners_run_a_lab_in_their_pods_submit_and_are_graded_by_replay(ti
     # the inbound folder), she can neither change nor remove what bob handed in, and a folder she hands in under
     # his name is refused by collect. Her forgery holds her own evidence, which scores more than his.
     ann = t.pods["ann"]
-    before = t.exec("grader", f"ls -la --full-time {inbound}/{bobs}").stdout
+    before = t.exec("grader", f"ls -lA --full-time '{inbound}/{bobs}'").stdout
     attempts = {
         "list": f"ls {inbound}",
         "add a file": f"touch '{inbound}/{bobs}/extra.json'",
@@ -283,8 +283,8 @@ def test_two_learners_run_a_lab_in_their_pods_submit_and_are_graded_by_replay(ti
                                                                                              tried.stderr)
     forged = t.exec(ann, f"nbgrader submit {LAB} --student=bob", check=False)
     assert forged.returncode == 0, forged.stdout + forged.stderr  # nbgrader takes it; collect must not
-    assert t.exec("grader", f"ls -la --full-time {inbound}/{bobs}").stdout == before, "bob's submission changed"
-    assert bobs in t.exec("grader", f"ls -1 {inbound}").stdout.split(), "bob's submission is gone"
+    assert t.exec("grader", f"ls -lA --full-time '{inbound}/{bobs}'").stdout == before, "bob's submission changed"
+    assert bobs in t.exec("grader", f"ls -1 {inbound}").stdout.splitlines(), "bob's submission is gone"
 
     # The instructor's collect (the course's CheckedCollect, learner_uids "by-name" in the image's nbgrader
     # config) takes each learner's own folder, by its owner's uid, and refuses ann's one in bob's name.
