@@ -117,7 +117,7 @@ def volumes(storage_class: str, learners: Sequence[str]) -> list[dict[str, Any]]
     image has no provisioner, so the tier makes them as an administrator would (host paths on the one node; Pod
     Security judges the pods, which name only their claims). One RWO volume of the values' capacity for each
     learner's home, bound to that learner's claim (its folder is made as the kubelet's fsGroup leaves a volume:
-    ``home_folders``), and the exchange's RWX one, bound to its claim."""
+    ``host_folders``), and the exchange's RWX one, bound to its claim."""
     vals = z2jh_chart.load_yaml(VALUES)
     capacity = z2jh_chart.get_config(vals, "singleuser.storage.capacity")
     modes = z2jh_chart.get_config(vals, "singleuser.storage.dynamic.storageAccessModes")

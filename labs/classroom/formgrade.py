@@ -29,6 +29,7 @@ import json
 import os
 import pwd
 import stat
+from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -115,14 +116,16 @@ class CheckedRelease(ExchangeReleaseAssignment):  # type: ignore[misc]  # nbgrad
         os.chmod(self.inbound_path, stat.S_IMODE(inbound.st_mode) | stat.S_ISVTX)
 
 
-def _foreign_entries(folder: str, uid: int) -> bool:
-    """Whether anything in the submission ``folder`` belongs to another uid than ``uid``, or is a link."""
+def _entries(folder: str) -> Iterator[str]:
+    """Every path below the submission ``folder`` (links not followed)."""
     for dirpath, dirnames, filenames in os.walk(folder):
         for name in (*dirnames, *filenames):
-            path = os.path.join(dirpath, name)
-            if os.path.islink(path) or os.lstat(path).st_uid != uid:
-                return True
-    return False
+            yield os.path.join(dirpath, name)
+
+
+def _foreign_entries(folder: str, uid: int) -> bool:
+    """Whether anything in the submission ``folder`` belongs to another uid than ``uid``, or is a link."""
+    return any(os.path.islink(path) or os.lstat(path).st_uid != uid for path in _entries(folder))
 
 
 def owner_name(path: str) -> str:
@@ -196,8 +199,6 @@ class CheckedSubmit(ExchangeSubmit):  # type: ignore[misc]  # nbgrader is untype
         super().copy_files()
         folder = os.path.join(self.inbound_path, self.assignment_filename)
         os.chmod(folder, 0o755)
-        for dirpath, dirnames, filenames in os.walk(folder):
-            for name in (*dirnames, *filenames):
-                path = os.path.join(dirpath, name)
-                if not os.path.islink(path):
-                    os.chmod(path, stat.S_IMODE(os.lstat(path).st_mode) & ~0o022)
+        for path in _entries(folder):
+            if not os.path.islink(path):
+                os.chmod(path, stat.S_IMODE(os.lstat(path).st_mode) & ~0o022)
