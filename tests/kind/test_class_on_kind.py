@@ -265,7 +265,8 @@ def test_two_learners_run_a_lab_in_their_pods_submit_and_are_graded_by_replay(ti
 
     # ann against bob's work, as another learner would try: even knowing the folder's name (learners cannot list
     # the inbound folder), she can neither change nor remove what bob handed in, and a folder she hands in under
-    # his name is refused by collect. Her forgery holds her own evidence, which scores more than his.
+    # his name is refused by collect. Her forgery holds her own evidence, which scores more than his. Nor can she
+    # change what the instructor released or add to the exchange's root.
     ann = t.pods["ann"]
     before = t.exec("grader", f"ls -lA --full-time '{inbound}/{bobs}'").stdout
     attempts = {
@@ -274,6 +275,10 @@ def test_two_learners_run_a_lab_in_their_pods_submit_and_are_graded_by_replay(ti
         "overwrite": f"echo '{{}}' > '{inbound}/{bobs}/evidence.json'",
         "remove": f"rm -rf '{inbound}/{bobs}'",
         "rename": f"mv '{inbound}/{bobs}' '{inbound}/{bobs}.old'",
+        # Against the instructor: the release every learner fetches next, and the exchange's root.
+        "poison the release": f"echo '{{}}' > {class_tier.EXCHANGE_MOUNT}/gpulab/outbound/{LAB}/{LAB}.ipynb",
+        "add to the release": f"touch {class_tier.EXCHANGE_MOUNT}/gpulab/outbound/{LAB}/extra.py",
+        "a course of her own": f"mkdir {class_tier.EXCHANGE_MOUNT}/other",
     }
     for what, script in attempts.items():
         tried = t.exec(ann, script, check=False)
