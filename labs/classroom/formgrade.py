@@ -20,7 +20,11 @@ The class's ``nbgrader_config.py`` (``hubconfig.NBGRADER_CONFIG``, written by ``
 - ``CheckedRelease`` as the exchange's release (``ExchangeFactory.release_assignment``): Release, from
   formgrader or ``nbgrader release_assignment``, refuses a release folder that holds anything but the lab's
   notebook or a cell with a solution or hidden tests (``loop.release_problems``, as ``gpulab class release``),
-  and gives the inbound folder the sticky bit, so that no learner can rename or remove another's submission.
+  and gives the inbound folder the sticky bit, so that no learner can rename or remove another's submission. The
+  exchange's root keeps (or, where the instructor owns it, gets) the sticky bit too: nbgrader's release makes the
+  root 0777, every exchange command of a learner's refuses a root they cannot write, and without the bit any
+  learner could rename the course's folder away and put a folder of their own in its place, which every learner
+  would then fetch from.
 """
 
 from __future__ import annotations
@@ -100,6 +104,19 @@ def _no_cluster() -> Client:
 
 class CheckedRelease(ExchangeReleaseAssignment):  # type: ignore[misc]  # nbgrader is untyped
     """The exchange's release, refusing a release folder that would hand learners more than the notebook."""
+
+    def ensure_root(self) -> None:
+        super().ensure_root()  # nbgrader's: the root made or changed to 0777 (its check ignores the sticky bit)
+        root = os.stat(self.root)
+        if root.st_mode & stat.S_ISVTX or not root.st_mode & stat.S_IWOTH:
+            return
+        if root.st_uid != os.geteuid():
+            message = (f"the exchange's root {self.root} is writable by every learner but has no sticky bit, so any "
+                       "learner could move the course's folder away and release their own in its place; its owner "
+                       f"(uid {root.st_uid}) can fix that with: chmod +t {self.root}")
+            self.log.error(message)
+            raise ExchangeError(message)
+        os.chmod(self.root, stat.S_IMODE(root.st_mode) | stat.S_ISVTX)
 
     def copy_files(self) -> None:
         lab_id = self.coursedir.assignment_id

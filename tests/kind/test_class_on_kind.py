@@ -266,7 +266,8 @@ def test_two_learners_run_a_lab_in_their_pods_submit_and_are_graded_by_replay(ti
     # ann against bob's work, as another learner would try: even knowing the folder's name (learners cannot list
     # the inbound folder), she can neither change nor remove what bob handed in, and a folder she hands in under
     # his name is refused by collect. Her forgery holds her own evidence, which scores more than his. Nor can she
-    # change what the instructor released or add to the exchange's root.
+    # change what the instructor released, or move the course's folder away to put one of her own in its place
+    # (nbgrader wants the exchange's root writable by every learner; CheckedRelease made it sticky).
     ann = t.pods["ann"]
     before = t.exec("grader", f"ls -lA --full-time '{inbound}/{bobs}'").stdout
     attempts = {
@@ -275,14 +276,15 @@ def test_two_learners_run_a_lab_in_their_pods_submit_and_are_graded_by_replay(ti
         "overwrite": f"echo '{{}}' > '{inbound}/{bobs}/evidence.json'",
         "remove": f"rm -rf '{inbound}/{bobs}'",
         "rename": f"mv '{inbound}/{bobs}' '{inbound}/{bobs}.old'",
-        # Against the instructor: the release every learner fetches next, and the exchange's root.
+        # Against the instructor: the release every learner fetches next, and the course's folder.
         "poison the release": f"echo '{{}}' > {class_tier.EXCHANGE_MOUNT}/gpulab/outbound/{LAB}/{LAB}.ipynb",
         "add to the release": f"touch {class_tier.EXCHANGE_MOUNT}/gpulab/outbound/{LAB}/extra.py",
-        "a course of her own": f"mkdir {class_tier.EXCHANGE_MOUNT}/other",
+        "move the course away": f"mv {class_tier.EXCHANGE_MOUNT}/gpulab {class_tier.EXCHANGE_MOUNT}/gpulab.old",
     }
+    assert t.exec("grader", f"stat -c %a {class_tier.EXCHANGE_MOUNT}").stdout.strip() == "1777"
     for what, script in attempts.items():
         tried = t.exec(ann, script, check=False)
-        # EACCES from the folders' modes; EPERM from the inbound folder's sticky bit (CheckedRelease) for the rename.
+        # EACCES from the folders' modes; EPERM from the sticky bits (CheckedRelease) for the renames.
         assert tried.returncode != 0 and any(
             e in tried.stderr for e in ("Permission denied", "Operation not permitted")), (what, tried.stdout,
                                                                                              tried.stderr)

@@ -7,9 +7,11 @@ the MIG manager's words for a config its file does not have (``kubectl logs -l a
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import operand_logs
 import pytest
@@ -43,24 +45,41 @@ def stack(kind_backend: KindBackend) -> Iterator[Client]:
             operator.uninstall(client)
 
 
-def _plugin_log(backend: KindBackend, client: Client, node: str) -> tuple[str, list[str]]:
-    name = wait_for(lambda: operand_logs.running_plugin_pod(client, node), 120,
-                    what=f"the device plugin's pod on {node} running")
+KLOG = re.compile(r"[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} +\d+ [\w.-]+:\d+\] ")
+STARTING = "Starting nvidia-device-plugin"  # the plugin's one stdout line at start; its klog lines go to stderr
 
+
+def _streams(lines: list[str]) -> tuple[list[str], list[str]]:
+    """A container log's klog lines (the plugin's stderr) and its other lines (stdout), each in its own order. The
+    runtime reads the two pipes apart and writes each line as it reads it, so lines printed at once on the two
+    streams may interleave in any order, as in any real container's log; within a stream the order holds."""
+    klog = [line for line in lines if KLOG.match(line)]
+    return klog, [line for line in lines if not KLOG.match(line)]
+
+
+def _plugin_log(backend: KindBackend, name: str) -> list[str]:
+    """The device plugin container's log, once it holds its stdout line and its first three klog lines."""
     def printed() -> list[str] | None:
         lines = _logs(backend, name, "nvidia-device-plugin").splitlines()
-        return lines if len(lines) >= 3 else None
+        klog, out = _streams(lines)
+        return lines if len(klog) >= 3 and STARTING in out else None
     found: list[str] = wait_for(printed, 60, interval=1.0, what="the device plugin's first lines in kubectl logs")
-    return name, found
+    return found
+
+
+def _plugin_pod(client: Client, node: str) -> str:
+    found: str = wait_for(lambda: operand_logs.running_plugin_pod(client, node), 120,
+                          what=f"the device plugin's pod on {node} running")
+    return found
 
 
 def test_the_device_plugins_log_starts_with_the_plugins_own_lines(kind_backend: KindBackend, stack: Client) -> None:
-    name, lines = _plugin_log(kind_backend, stack, "t4-0")
-    # The first two lines go to stdout and stderr at once; the runtime reads the two pipes apart, so they may come
-    # in either order (as in any container's log): compared as a set.
-    first = sorted(lines[:2])
-    assert first[0].endswith("main.go:253] Starting FS watcher for /var/lib/kubelet/device-plugins"), lines
-    assert first[1] == "Starting nvidia-device-plugin", lines
+    name = _plugin_pod(stack, "t4-0")
+    lines = _plugin_log(kind_backend, name)
+    klog, out = _streams(lines)
+    assert klog[0].endswith("main.go:253] Starting FS watcher for /var/lib/kubelet/device-plugins"), lines
+    assert klog[1].endswith("main.go:260] Starting OS watcher."), lines
+    assert out[0] == STARTING, lines
     assert _logs(kind_backend, name, "nvidia-device-plugin", "--tail=1").splitlines() == lines[-1:]
 
 
@@ -114,27 +133,41 @@ def test_the_mig_manager_says_why_a_mig_change_failed(kind_backend: KindBackend,
 def test_previous_shows_what_the_container_printed_before_the_runtime_restarted_it(kind_backend: KindBackend,
                                                                                     stack: Client) -> None:
     node = "h100-0"
-    name, before = _plugin_log(kind_backend, stack, node)
-    pod = stack.get(f"/api/v1/namespaces/{names.NAMESPACE}/pods/{name}")
-    status = next(s for s in pod["status"]["containerStatuses"] if s["name"] == "nvidia-device-plugin")
+    name = _plugin_pod(stack, node)
     [worker] = [w.kind_node for w in kindconfig.plan(fleet_mod.load("starter"), kind_backend.cluster_name)
                 if w.fleet_node == node]
-    stopped = subprocess.run(["docker", "exec", worker, "crictl", "stop", "--timeout", "1",
-                              status["containerID"].split("://", 1)[1]], capture_output=True, text=True, timeout=60,
-                             check=False)
+
+    def plugin_status() -> dict[str, Any]:
+        p = stack.get(f"/api/v1/namespaces/{names.NAMESPACE}/pods/{name}")
+        found: dict[str, Any] = next(s for s in p["status"]["containerStatuses"] if s["name"] == "nvidia-device-plugin")
+        return found
+
+    def running() -> tuple[dict[str, Any], str] | None:
+        """The container's status once the runtime runs the container it names (the kubelet's status follows the
+        runtime by a relist, so a status read just after a restart may still name the container before it)."""
+        s = plugin_status()
+        if "running" not in s["state"]:
+            return None
+        ps = subprocess.run(["docker", "exec", worker, "crictl", "ps", "-q", "--no-trunc", "--state", "running"],
+                            capture_output=True, text=True, timeout=60, check=False)
+        cid = s["containerID"].split("://", 1)[1]
+        return (s, cid) if cid in ps.stdout.split() else None
+    status, cid = wait_for(running, 60, interval=1.0, what="the device plugin's running container")
+    before = _plugin_log(kind_backend, name)
+    stopped = subprocess.run(["docker", "exec", worker, "crictl", "stop", "--timeout", "1", cid],
+                             capture_output=True, text=True, timeout=60, check=False)
     assert stopped.returncode == 0, stopped.stderr
 
     def restarted() -> bool:
-        p = stack.get(f"/api/v1/namespaces/{names.NAMESPACE}/pods/{name}")
-        s = next(s for s in p["status"]["containerStatuses"] if s["name"] == "nvidia-device-plugin")
+        s = plugin_status()
         return bool(s["restartCount"] >= status["restartCount"] + 1 and "running" in s["state"])
     wait_for(restarted, 120, interval=1.0, what="the device plugin container restarted by the kubelet")
     previous = _logs(kind_backend, name, "nvidia-device-plugin", "--previous").splitlines()
     assert previous[:len(before)] == before
-    now = wait_for(lambda: (lines := _logs(kind_backend, name, "nvidia-device-plugin").splitlines())
-                   and len(lines) >= 3 and lines, 60, interval=1.0, what="the new instance's first lines")
+    now = _plugin_log(kind_backend, name)
+
     def text(lines: list[str]) -> list[str]:  # without klog's header (its time differs)
         return [line.split("] ", 1)[-1] for line in lines]
-    # The runtime reads stdout and stderr from two pipes and writes the log as it reads them, so two lines written
-    # at once on the two streams may come in either order, as in any real container's log: compare them as a set.
-    assert "Starting nvidia-device-plugin" in now[:2] and sorted(text(now[:3])) == sorted(text(before[:3]))
+    (klog_now, out_now), (klog_before, out_before) = _streams(now), _streams(before)
+    assert out_now[0] == out_before[0] == STARTING, now
+    assert text(klog_now[:3]) == text(klog_before[:3]), (now, before)

@@ -178,6 +178,29 @@ def test_a_submission_folder_is_writable_by_its_learner_alone(tmp_path: Path) ->
     assert list((root / "submitted").glob(f"*/{LAB}/{LAB}.ipynb"))
 
 
+@pytest.mark.parametrize("mode", [0o755, 0o777, 0o1777])
+def test_release_leaves_the_exchanges_root_sticky(tmp_path: Path, mode: int) -> None:
+    """nbgrader's release makes the root 0777; without the sticky bit any learner could rename the course's folder
+    away and make one of their own in its place. Release leaves the root 1777, whatever it found."""
+    root = _course(tmp_path)
+    exchange = tmp_path / "class" / "exchange"
+    exchange.chmod(mode)
+    course_nbgrader.run_nbgrader(["release_assignment", LAB, "--force"], root)
+    assert exchange.stat().st_mode & 0o7777 == 0o1777, oct(exchange.stat().st_mode)
+
+
+def test_release_refuses_a_root_every_learner_may_write_that_it_cannot_make_sticky(tmp_path: Path) -> None:
+    require(os.geteuid() == 0, "making a folder of another account's needs root")
+    root = _course(tmp_path)
+    exchange = tmp_path / "class" / "exchange"
+    os.chown(exchange, 65534, 65534)
+    exchange.chmod(0o777)
+    with pytest.raises(errors.CommandFailed) as failed:
+        course_nbgrader.run_nbgrader(["release_assignment", LAB, "--force"], root)
+    assert f"chmod +t {exchange}" in failed.value.output, failed.value.output
+    assert not (exchange / "gpulab").exists()
+
+
 @pytest.mark.parametrize("config", ["course/nbgrader/nbgrader_config.py", "course/class/nbgrader_config.py"])
 def test_every_shipped_nbgrader_config_autogrades_by_replay_and_checks_the_exchange(tmp_path: Path,
                                                                                   config: str) -> None:
