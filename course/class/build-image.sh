@@ -31,7 +31,9 @@ done
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(git -C "$here" rev-parse --show-toplevel)
-TAG=${TAG:-$(git -C "$repo" rev-parse --short HEAD)}
+# HEAD once: the archive, the images' key and the tag all name this commit, even if another is made meanwhile.
+COMMIT=$(git -C "$repo" rev-parse HEAD)
+TAG=${TAG:-$(git -C "$repo" rev-parse --short "$COMMIT")}
 prefix=${REGISTRY:+$REGISTRY/}
 if [[ -n "$(git -C "$repo" status --porcelain)" ]]; then
   echo "build-image.sh: note: uncommitted changes are not in the images (they are built from HEAD)" >&2
@@ -40,7 +42,7 @@ log() { printf '>> [%s] %s\n' "$(date +%T)" "$*" >&2; }
 
 context=$(mktemp -d)
 trap 'rm -rf "$context"' EXIT
-git -C "$repo" archive --format=tar HEAD | tar -x -C "$context"
+git -C "$repo" archive --format=tar "$COMMIT" | tar -x -C "$context"
 install_sh="$context/course/class/install.sh"
 
 if ! $offline; then
@@ -153,7 +155,7 @@ if [[ -d "$SEEDS" ]]; then cp -a "$SEEDS" "$context/.offline/cache/seeds"; fi
 # The images' key: the committed tree without tests/ (install.sh source removes it from the images), the base, the
 # wheels, the proxy and the binaries. An image of the same key under another tag (an earlier commit that changed
 # only tests) is tagged again instead of rebuilt.
-KEY="$( (git -C "$repo" ls-tree -r HEAD | grep -v $'\ttests/'; echo "$BASE_TAG $WHEEL_KEY $CHP_VERSION"
+KEY="$( (git -C "$repo" ls-tree -r "$COMMIT" | grep -v $'\ttests/'; echo "$BASE_TAG $WHEEL_KEY $CHP_VERSION"
          cat "$BIN_DIR/MANIFEST.json") | sha256sum | cut -c1-12)"
 for target in hub learner; do
   image="${prefix}gpulab-$target:$TAG"

@@ -349,6 +349,45 @@ def test_a_learner_cannot_reach_another_learners_lab_cluster(tier: Tier) -> None
         assert seen["memory_mib"] * 2**20 < mem_req, (user, seen)
 
 
+# Run in a learner's pod: what the hub (its API, with the pod's own JUPYTERHUB_API_TOKEN) and another learner's
+# server answer to requests for things that are not this learner's. Redirects are not followed (a 302 to the hub's
+# login page is a refusal too, and would otherwise read as the login page's 200).
+HUB_PROBE = """
+import http.client, json, os, sys, urllib.parse
+token = os.environ["JUPYTERHUB_API_TOKEN"]
+def call(method, url, token=token):
+    u = urllib.parse.urlsplit(url)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    c.request(method, u.path, headers={"Authorization": f"token {token}"} if token else {})
+    return c.getresponse().status
+api, other, other_server = os.environ["JUPYTERHUB_API_URL"], sys.argv[1], sys.argv[2]
+print(json.dumps({
+    "own user": call("GET", f"{api}/user"),
+    "other user": call("GET", f"{api}/users/{other}"),
+    "every user": call("GET", f"{api}/users"),
+    "stop other's server": call("DELETE", f"{api}/users/{other}/server"),
+    "a token for other": call("POST", f"{api}/users/{other}/tokens"),
+    "other's files with own token": call("GET", f"{other_server}/user/{other}/api/contents"),
+    "other's files with no token": call("GET", f"{other_server}/user/{other}/api/contents", token=None),
+    "other's terminals": call("POST", f"{other_server}/user/{other}/api/terminals"),
+}))
+"""
+
+
+def test_a_learners_hub_token_opens_nothing_of_another_learners(tier: Tier) -> None:
+    """ann's pod holds ann's hub token (KubeSpawner's JUPYTERHUB_API_TOKEN): with it she reads her own user, and
+    the hub refuses her bob's user, the user list, stopping bob's server and a token for bob; bob's server, whose
+    address she can reach, refuses her token and no token at all (files and terminals)."""
+    t = tier
+    require(set(t.pods) == set(LEARNERS), "the learners' pods come from the round trip above (run the file whole)")
+    bob_ip = t.get("-n", NS, "pod", t.pods["bob"])["status"]["podIP"]
+    t.exec(t.pods["ann"], "cat > /tmp/hub_probe.py", input=HUB_PROBE)
+    seen = json.loads(t.exec(t.pods["ann"], f"python3 /tmp/hub_probe.py bob http://{bob_ip}:8888").stdout)
+    assert seen.pop("own user") == 200, seen
+    assert all(status in (302, 401, 403, 404) for status in seen.values()), seen
+    assert t.get("-n", NS, "pod", t.pods["bob"])["status"]["phase"] == "Running"  # bob's server still runs
+
+
 def _write_figures(t: Tier, base: Path) -> None:
     path = base / "class-figures.json"
     path.write_text(json.dumps(t.figures, indent=1, sort_keys=True), encoding="utf-8")
