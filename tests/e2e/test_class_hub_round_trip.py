@@ -99,7 +99,10 @@ def _fetch_and_submit(page: object, hub: Hub, user: str) -> None:
     page.get_by_role("menuitem", name="Nbgrader").click()  # type: ignore[attr-defined]
     page.get_by_role("menuitem", name="Assignment List").click()  # type: ignore[attr-defined]
     released = page.locator("#released_assignments_list")  # type: ignore[attr-defined]
-    expect(released).to_contain_text(LAB, timeout=60_000)
+    try:
+        expect(released).to_contain_text(LAB, timeout=60_000)
+    except AssertionError as failed:
+        raise AssertionError(f"{failed}\n{_what_the_learners_nbgrader_lists(page, hub, user)}") from None
     released.get_by_role("button", name="Fetch").click()
     fetched = page.locator("#fetched_assignments_list")  # type: ignore[attr-defined]
     expect(fetched).to_contain_text(LAB, timeout=60_000)
@@ -116,6 +119,17 @@ def _fetch_and_submit(page: object, hub: Hub, user: str) -> None:
     expect(fetched).to_contain_text(LAB, timeout=60_000)
     fetched.get_by_role("button", name="Submit").first.click()
     expect(page.locator("#submitted_assignments_list")).to_contain_text(LAB, timeout=60_000)  # type: ignore[attr-defined]
+
+
+def _what_the_learners_nbgrader_lists(page: object, hub: Hub, user: str) -> str:
+    """Where an empty Assignments tab comes from: the tab's course button, and what nbgrader's own list says as the
+    learner with the server's nbgrader settings (the tab asks the server's nbgrader extension for the same)."""
+    course = page.locator("#course_list_default").inner_text()  # type: ignore[attr-defined]
+    listed = accounts.run_as(user, [str(runtime.bin_dir(hub.folder) / "nbgrader"), "list"], check=False,
+                             env={"JUPYTER_CONFIG_PATH": str(hub.folder / "jupyter")})
+    outbound = sorted(str(p.relative_to(hub.folder)) for p in (hub.folder / "exchange").glob("*/outbound/*"))
+    return (f"course button: {course!r}; outbound: {outbound}; nbgrader list as {user} (exit {listed.returncode}):\n"
+            f"{listed.stdout}{listed.stderr}")
 
 
 def _stop_from_home(page: object, hub: Hub, user: str) -> None:
