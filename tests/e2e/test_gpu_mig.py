@@ -32,12 +32,18 @@ def state(client: Client, node: str = NODE) -> str:
     return labels(client, node).get(names.MIG_CONFIG_STATE, "")
 
 
+# A change waits, as the MIG manager does, until the GPU clients it paused (device plugin, GFD, DCGM exporter) are
+# gone, and a failed one until they are back: on the loaded 2-core CI machine a failed change took over 20 s
+# (2026-12-03, with the kind tier in the other worker).
+MIG_CHANGE_S = 90
+
+
 def apply_config(client: Client, config: str, expect: str = "success", node: str = NODE) -> None:
     label(client, node, names.MIG_CONFIG, config)
     wait_for(lambda: labels(client, node).get(names.MIG_CONFIG) == config and state(client, node) == expect
              and client.get(f"/api/v1/nodes/{node}")["metadata"]["annotations"].get(
                  names.MIG_APPLIED if expect == "success" else names.MIG_FAILURE, "").find(config) >= 0,
-             20, what=f"{node} mig.config={config} state {expect}")
+             MIG_CHANGE_S, what=f"{node} mig.config={config} state {expect}")
 
 
 @pytest.fixture
