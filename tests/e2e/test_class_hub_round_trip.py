@@ -125,10 +125,14 @@ def _what_the_learners_nbgrader_lists(page: object, hub: Hub, user: str) -> str:
     """Where an empty Assignments tab comes from: the tab's course button, and what nbgrader's own list says as the
     learner with the server's nbgrader settings (the tab asks the server's nbgrader extension for the same)."""
     course = page.locator("#course_list_default").inner_text()  # type: ignore[attr-defined]
+    # nbgrader lists an assignment as fetched, not released, when a folder of its name is in the server's root.
+    fetched = page.locator("#fetched_assignments_list").inner_text()  # type: ignore[attr-defined]
+    in_home = (accounts.home(user) / LAB).exists()
     listed = accounts.run_as(user, [str(runtime.bin_dir(hub.folder) / "nbgrader"), "list"], check=False,
                              env={"JUPYTER_CONFIG_PATH": str(hub.folder / "jupyter")})
     outbound = sorted(str(p.relative_to(hub.folder)) for p in (hub.folder / "exchange").glob("*/outbound/*"))
-    return (f"course button: {course!r}; outbound: {outbound}; nbgrader list as {user} (exit {listed.returncode}):\n"
+    return (f"course button: {course!r}; fetched list: {fetched!r}; ~{user}/{LAB} exists: {in_home}; "
+            f"outbound: {outbound}; nbgrader list as {user} (exit {listed.returncode}):\n"
             f"{listed.stdout}{listed.stderr}")
 
 
