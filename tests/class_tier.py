@@ -141,11 +141,13 @@ def host_folders(learners: Sequence[str]) -> str:
     comes to its pod (the kubelet's ownership change for the pod's fsGroup, which is the learner's own uid here:
     course/class/z2jh-values.yaml, hub.extraConfig): owned by root, group the fsGroup, group-writable and setgid.
     The exchange's root belongs to the instructor (the images' uid 1000, which the grader runs as): nbgrader's
-    release makes the course's folders in it and the root 1777 (``formgrade.CheckedRelease``), learners write only
-    where those let them."""
+    release makes the root 1777 (``formgrade.CheckedRelease``) and the course's folders in the course folder
+    ``gpulab``, which is the instructor's from the start (as ``class init`` makes it on one host: otherwise a learner
+    could make it before the first release); learners write only where those let them."""
     homes = " && ".join(f"install -d -m 2770 -o 0 -g {kubeuids.learner_uid(user)} {HOST_DIR}/home-{user}"
                         for user in learners)
-    return f"{homes} && install -d -m 0755 -o {kubeuids.INSTRUCTOR_UID} -g 100 {HOST_DIR}/exchange"
+    return (f"{homes} && install -d -m 0755 -o {kubeuids.INSTRUCTOR_UID} -g 100 {HOST_DIR}/exchange "
+            f"{HOST_DIR}/exchange/gpulab")
 
 
 def exchange_claim(storage_class: str) -> dict[str, Any]:

@@ -76,6 +76,15 @@ def ensure_account(name: str, group: str, password: str | None) -> Path:
     return path
 
 
+def owner_name(path: str | Path) -> str:
+    """The account that owns ``path`` (not followed if it is a link), by the system's word."""
+    uid = os.lstat(path).st_uid
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
 def give(path: Path, name: str) -> None:
     """Make ``path`` (recursively) owned by ``name`` and its primary group."""
     entry = pwd.getpwnam(name)

@@ -48,7 +48,7 @@ from traitlets import Enum
 from cluster.kube.client import Client
 from graders import bundle
 from labs import catalog, nbgrader_autograde
-from labs.classroom import kubeuids, loop
+from labs.classroom import accounts, kubeuids, loop
 from labs.grader_cluster import GraderCluster
 
 
@@ -145,15 +145,6 @@ def _foreign_entries(folder: str, uid: int) -> bool:
     return any(os.path.islink(path) or os.lstat(path).st_uid != uid for path in _entries(folder))
 
 
-def owner_name(path: str) -> str:
-    """The account that owns ``path`` (not followed if it is a link), by the system's word."""
-    uid = os.lstat(path).st_uid
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return f"uid {uid}"
-
-
 class CheckedCollect(ExchangeCollect):  # type: ignore[misc]  # nbgrader is untyped
     """The exchange's collect, taking a submission only from the learner whose folder it is."""
 
@@ -175,7 +166,7 @@ class CheckedCollect(ExchangeCollect):  # type: ignore[misc]  # nbgrader is unty
 
     def _path_to_record(self, path: str) -> dict[str, Any]:
         record: dict[str, Any] = super()._path_to_record(path)
-        owner = owner_name(path)
+        owner = accounts.owner_name(path)
         uid = self.learner_uid(record["username"])
         if os.path.islink(path) or uid is None or os.lstat(path).st_uid != uid or _foreign_entries(path, uid):
             # A group of its own (no learner has this name), so it can never be the named learner's newest.

@@ -78,6 +78,7 @@ def init(cd: layout.ClassDir, instructor: str, password: str | None, *, port: in
     cd.hub_config.chmod(0o644)
     accounts.ensure_group(layout.LEARNERS_GROUP)
     instructor_home = accounts.ensure_account(instructor, layout.INSTRUCTORS_GROUP, password)
+    claim_course_folder(cd.exchange / settings.course_id, instructor)
     course = instructor_home / "course"
     if not (course / "gradebook.db").exists():  # never overwrite a running course's gradebook and submissions
         accounts.copy_tree_owned(course_nbgrader.default_course_dir(), course, instructor,
@@ -87,6 +88,24 @@ def init(cd: layout.ClassDir, instructor: str, password: str | None, *, port: in
                          INSTRUCTOR_NBGRADER.format(root=str(course)), instructor)
     solutions.withhold()  # learners' servers import this checkout: its solutions become the instructors' alone
     return settings
+
+
+def claim_course_folder(folder: Path, instructor: str) -> None:
+    """The course's folder in the exchange, the instructor's from the start. nbgrader's release makes it only at
+    the first release; until then any learner could make it in the root everyone may write (1777) and put a
+    notebook of theirs in its ``outbound`` for every learner who fetches, to run as them. nbgrader's release
+    refuses a course folder it does not own, so a folder someone else made is named here, not taken over."""
+    if not folder.is_symlink() and not folder.exists():
+        folder.mkdir(mode=0o755)
+        accounts.give(folder, instructor)
+        folder.chmod(0o755)
+        return
+    what = ("a link" if folder.is_symlink() else "not a folder" if not folder.is_dir()
+            else f"owned by {accounts.owner_name(folder)}")
+    if what != f"owned by {instructor}":
+        raise errors.ConfigError("exchange", [
+            f"{folder} is {what}, not the instructor {instructor}'s folder: someone may have made it to hand "
+            "learners notebooks of their own; look inside, remove it and run class init again"])
 
 
 def trust_course(cd: layout.ClassDir, name: str, course: Path) -> None:

@@ -95,6 +95,15 @@ def test_learners_are_refused_by_each_others_clusters_and_files_and_idle_servers
         assert proc.returncode != 0 and "Permission denied" in proc.stderr, (target, proc.stdout, proc.stderr)
     assert accounts.run_as(one, ["ls", str(accounts.home(one))], check=False).returncode == 0
 
+    # The exchange, before any release: the course's folder is already the instructor's (class init), so learner
+    # 1 can neither plant an outbound of their own in it nor move it away for one of their own.
+    course = hub.folder / "exchange" / "gpulab"
+    assert accounts.owner_name(course) == hub.instructor and not (course / "outbound").exists()
+    for argv in (["mkdir", str(course / "outbound")], ["mv", str(course), str(course) + ".old"]):
+        proc = accounts.run_as(one, argv, check=False)
+        assert proc.returncode != 0 and any(e in proc.stderr for e in ("Permission denied", "Operation not permitted")), (
+            argv, proc.stderr)
+
     # The idle culler stops learner 2's server (45 s without activity), and the cluster goes with it.
     deadline = time.monotonic() + 240
     while hub.processes_of(two) and time.monotonic() < deadline:

@@ -19,7 +19,7 @@ import pytest
 
 from cluster import errors
 from labs import course_nbgrader, grading, nbgrader_autograde
-from labs.classroom import hubconfig, layout, loop
+from labs.classroom import accounts, hubconfig, layout, loop, provision
 from prerequisites import require
 
 LAB = "01-device-plugins"
@@ -353,3 +353,42 @@ def test_collect_names_a_bundle_written_by_another_learner(tmp_path: Path) -> No
     notes = loop.producer_notes(root, LAB)
     assert [n["learner"] for n in notes] == ["nobody"], notes
     assert "produced by daemon" in notes[0]["note"] and "belongs to nobody" in notes[0]["note"]
+
+
+def test_class_init_makes_the_course_folder_the_instructors_and_names_one_someone_else_made(tmp_path: Path) -> None:
+    """Before the first release, a learner could make the course's folder in the 1777 root and put a notebook of
+    theirs in its outbound for every learner who fetches; ``class init`` makes the folder the instructor's first,
+    and refuses, naming the owner, a folder or link that someone else made."""
+    require(os.geteuid() == 0, "giving a folder to another account needs root")
+    exchange = tmp_path / "exchange"
+    exchange.mkdir(mode=0o1777)
+    folder = exchange / "gpulab"
+    provision.claim_course_folder(folder, "nobody")
+    assert (accounts.owner_name(folder), folder.stat().st_mode & 0o7777) == ("nobody", 0o755)
+    provision.claim_course_folder(folder, "nobody")  # class init again: the folder is already the instructor's
+    os.chown(folder, 1, 1)  # made by another account (uid 1, daemon on Debian)
+    with pytest.raises(errors.ConfigError) as refused:
+        provision.claim_course_folder(folder, "nobody")
+    assert f"owned by {accounts.owner_name(folder)}, not the instructor nobody's" in str(refused.value.problems)
+    folder.rmdir()
+    folder.symlink_to(tmp_path)
+    with pytest.raises(errors.ConfigError) as linked:
+        provision.claim_course_folder(folder, "nobody")
+    assert "is a link" in str(linked.value.problems)
+
+
+def test_release_refuses_a_course_folder_a_learner_made_before_it(tmp_path: Path) -> None:
+    """Where the course's folder was made by someone else (no ``class init``: a bare exchange), nbgrader's release
+    refuses it and releases nothing into it."""
+    require(os.geteuid() == 0, "making a folder of another account's needs root")
+    root = _course(tmp_path)
+    exchange = tmp_path / "class" / "exchange"
+    exchange.chmod(0o1777)
+    planted = exchange / "gpulab" / "outbound"
+    planted.mkdir(parents=True, mode=0o777)
+    for path in (planted.parent, planted):
+        os.chown(path, 65534, 65534)
+    with pytest.raises(errors.CommandFailed) as failed:
+        course_nbgrader.run_nbgrader(["release_assignment", LAB, "--force"], root)
+    assert "You don't own the directory" in failed.value.output, failed.value.output
+    assert not list(planted.iterdir())
